@@ -1,0 +1,5 @@
+"""``python -m chunkwise`` runs the command line."""
+
+from chunkwise.cli.main import run
+
+run()

@@ -1,0 +1,37 @@
+"""Entry point of the ``chunkwise`` command.
+
+Each sub-command lives in its own module exposing ``register(app)``; this module wires them together and
+turns library errors into a one-line ``error: <file>: <reason>`` with exit status 2, never a traceback.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+
+import typer
+
+from chunkwise.errors import ChunkwiseError
+
+#: Modules that add commands to the app, in help order.
+COMMAND_MODULES: tuple[str, ...] = ("chunkwise.cli.parse_cmd",)
+
+app = typer.Typer(
+    name="chunkwise",
+    help="Documents into retrieval-ready chunks, and answers from them, with every step measurable.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(_name).register(app)
+
+
+def run() -> None:
+    """Run the CLI; library errors become one line on stderr and exit status 2."""
+    try:
+        app()
+    except ChunkwiseError as exc:
+        sys.stderr.write(f"error: {exc}\n")
+        raise SystemExit(2) from None

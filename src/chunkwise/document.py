@@ -1,0 +1,165 @@
+"""The document model: one canonical text, addressed by units with exact offsets.
+
+A :class:`Document` is what every parser produces and every chunker consumes. Its ``text`` is the one
+canonical string; each :class:`Unit` (a heading, a paragraph, a table, ...) is a slice of it, so
+``doc.text[unit.start:unit.end] == unit.text`` always holds. Units carry stable ids (``u1``, ``u2``, ...
+in document order), which is what W-RAC's planner addresses instead of text.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import Any
+
+
+class UnitKind(StrEnum):
+    """What a unit is, structurally. Chunkers treat some kinds as never to be split."""
+
+    HEADING = "heading"
+    PARAGRAPH = "paragraph"
+    LIST_ITEM = "list_item"
+    TABLE = "table"
+    CODE = "code"
+    QUOTE = "quote"
+    CAPTION = "caption"
+
+
+#: Kinds whose units are kept whole by structure-aware chunkers unless one alone passes the hard limit.
+ATOMIC_KINDS: frozenset[UnitKind] = frozenset({UnitKind.TABLE, UnitKind.CODE})
+
+
+@dataclass(frozen=True, slots=True)
+class Unit:
+    """One addressable piece of a document.
+
+    ``start``/``end`` are Python ``str`` offsets into :attr:`Document.text` (end exclusive). ``level`` is
+    the heading level (1-6) for headings and the nesting depth (0-based) for list items, else 0.
+    ``parent`` is the id of the nearest enclosing heading, or ``None`` at top level.
+    """
+
+    id: str
+    kind: UnitKind
+    start: int
+    end: int
+    text: str
+    level: int = 0
+    parent: str | None = None
+    page: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready mapping (without ``text``, which the document holds)."""
+        return {
+            "id": self.id,
+            "kind": self.kind.value,
+            "level": self.level,
+            "start": self.start,
+            "end": self.end,
+            "page": self.page,
+            "parent": self.parent,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Document:
+    """A parsed document: canonical ``text`` plus the units that tile its content.
+
+    ``id`` comes from the source (its path or a given id), so re-parsing gives the same id.
+    ``content_hash`` (SHA-256 of ``text``) identifies the content, for caches and chunk ids.
+    """
+
+    id: str
+    text: str
+    title: str | None = None
+    source: str | None = None
+    format: str = "text"
+    metadata: dict[str, Any] = field(default_factory=dict)
+    units: tuple[Unit, ...] = ()
+
+    def __post_init__(self) -> None:
+        for unit in self.units:
+            if self.text[unit.start : unit.end] != unit.text:
+                raise ValueError(f"unit {unit.id} does not match document text at {unit.start}")
+
+    @property
+    def content_hash(self) -> str:
+        """SHA-256 hex digest of the canonical text."""
+        return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
+
+    def unit(self, unit_id: str) -> Unit:
+        """The unit with this id; ``KeyError`` if absent."""
+        for unit in self.units:
+            if unit.id == unit_id:
+                return unit
+        raise KeyError(unit_id)
+
+    def headings(self) -> list[Unit]:
+        """The heading units, in document order."""
+        return [u for u in self.units if u.kind is UnitKind.HEADING]
+
+    def skeleton(self, preview_words: int = 0) -> list[dict[str, Any]]:
+        """The unit outline an LLM planner sees: ids, kinds, levels, parents, sizes, optional preview.
+
+        Cheap by design (one pass, no tokenisation): ``chars`` is the unit length in characters.
+        """
+        rows: list[dict[str, Any]] = []
+        for u in self.units:
+            row: dict[str, Any] = {"id": u.id, "kind": u.kind.value, "chars": u.end - u.start}
+            if u.level:
+                row["level"] = u.level
+            if u.parent:
+                row["parent"] = u.parent
+            if preview_words:
+                row["preview"] = " ".join(u.text.split()[:preview_words])
+            rows.append(row)
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        """A JSON-ready mapping that :meth:`from_dict` turns back into an equal document."""
+        return {
+            "doc_id": self.id,
+            "title": self.title,
+            "source": self.source,
+            "format": self.format,
+            "metadata": self.metadata,
+            "text": self.text,
+            "units": [u.to_dict() for u in self.units],
+        }
+
+    def to_json(self) -> str:
+        """Serialise losslessly to a JSON string."""
+        return json.dumps(self.to_dict(), ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Document:
+        """Rebuild a document from :meth:`to_dict` output."""
+        text: str = data["text"]
+        units = tuple(
+            Unit(
+                id=u["id"],
+                kind=UnitKind(u["kind"]),
+                start=u["start"],
+                end=u["end"],
+                text=text[u["start"] : u["end"]],
+                level=u.get("level", 0),
+                parent=u.get("parent"),
+                page=u.get("page"),
+            )
+            for u in data.get("units", [])
+        )
+        return cls(
+            id=data["doc_id"],
+            text=text,
+            title=data.get("title"),
+            source=data.get("source"),
+            format=data.get("format", "text"),
+            metadata=dict(data.get("metadata") or {}),
+            units=units,
+        )
+
+    @classmethod
+    def from_json(cls, raw: str) -> Document:
+        """Parse :meth:`to_json` output."""
+        return cls.from_dict(json.loads(raw))

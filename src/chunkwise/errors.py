@@ -1,0 +1,63 @@
+"""Typed errors raised by chunkwise.
+
+Every error that comes from bad input names the file (or source) and the reason, so that a batch can
+report it on one line and go on with the next file. The CLI turns these into ``error: <file>: <reason>``.
+"""
+
+from __future__ import annotations
+
+
+class ChunkwiseError(Exception):
+    """Base class of every error chunkwise raises on purpose."""
+
+
+class ParseError(ChunkwiseError):
+    """A file could not be turned into a :class:`~chunkwise.document.Document`.
+
+    ``source`` is the path or name of the input, ``reason`` a short human-readable explanation.
+    """
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.source = source
+        self.reason = reason
+
+
+class EmptyDocumentError(ParseError):
+    """The input holds no bytes, or no text once parsed."""
+
+
+class UnsupportedFormatError(ParseError):
+    """The extension or the content does not match any supported format."""
+
+
+class CorruptFileError(ParseError):
+    """The bytes claim a format (by extension or magic) but cannot be read as it."""
+
+
+class EncryptedFileError(ParseError):
+    """The document is password-protected."""
+
+
+class NoTextError(ParseError):
+    """The document is readable but carries no extractable text (an image-only PDF, say)."""
+
+
+class FileTooLargeError(ParseError):
+    """The input, or its uncompressed content, exceeds a configured limit."""
+
+
+class UnsafeContentError(ParseError):
+    """The input is hostile: XML entity expansion, external entities, absurd nesting."""
+
+
+class EncodingError(ParseError):
+    """The bytes could not be decoded as text in any plausible encoding."""
+
+
+class ChunkingError(ChunkwiseError):
+    """A chunker could not honour its contract for a document."""
+
+
+class ConfigError(ChunkwiseError):
+    """A configuration value is missing, unknown or out of range."""

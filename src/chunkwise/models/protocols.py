@@ -1,0 +1,112 @@
+"""The three model roles as small protocols: every backend, local or remote, implements one of them.
+
+Pipelines depend on these protocols only, so any role can be served by the bundled local models, an
+OpenAI-compatible endpoint, or a user's own class.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+@dataclass(frozen=True, slots=True)
+class Message:
+    """One chat message (``role`` is ``system``, ``user`` or ``assistant``)."""
+
+    role: str
+    content: str
+
+    def to_dict(self) -> dict[str, str]:
+        """The OpenAI wire form."""
+        return {"role": self.role, "content": self.content}
+
+
+@dataclass(frozen=True, slots=True)
+class TokenLogprobs:
+    """Teacher-forced log-probabilities over a continuation, from one forward pass.
+
+    ``tokens[i]`` is the i-th continuation token (as text), ``offsets[i]`` its start offset in the
+    continuation string, ``logprobs[i]`` the log-probability the model gave it, and
+    ``candidates[i][c]`` the log-probability of candidate token ``c`` at that same position (the
+    probability that ``c`` comes *instead of* token ``i``).
+    """
+
+    tokens: tuple[str, ...]
+    offsets: tuple[int, ...]
+    logprobs: tuple[float, ...]
+    candidates: tuple[dict[str, float], ...]
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Texts to L2-normalised float32 vectors."""
+
+    @property
+    def name(self) -> str:
+        """A stable model identifier (part of every cache key)."""
+        ...
+
+    @property
+    def dim(self) -> int:
+        """Vector dimension."""
+        ...
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """One row per text, L2-normalised, dtype float32."""
+        ...
+
+
+@runtime_checkable
+class LLM(Protocol):
+    """A chat model, with tokenisation and teacher-forced logprobs where the backend allows."""
+
+    @property
+    def name(self) -> str:
+        """A stable model identifier (part of every cache key)."""
+        ...
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int = 512, stage: str = "") -> str:
+        """Greedy (temperature 0) completion of a conversation."""
+        ...
+
+    def structured(
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        *,
+        max_tokens: int = 1024,
+        stage: str = "",
+    ) -> Any:
+        """A JSON value that validates against ``schema``; repaired or retried, else a typed error."""
+        ...
+
+    def count_tokens(self, text: str) -> int:
+        """Number of tokens of ``text`` in this model's vocabulary."""
+        ...
+
+    def logprobs(
+        self, prompt: str, continuation: str, candidates: Sequence[str] = (), *, stage: str = ""
+    ) -> TokenLogprobs:
+        """Log-probabilities of ``continuation`` after ``prompt``, teacher-forced, in one pass."""
+        ...
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores a query against candidate texts; higher is more relevant."""
+
+    @property
+    def name(self) -> str:
+        """A stable model identifier."""
+        ...
+
+    def score(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One relevance score per text."""
+        ...

@@ -1,0 +1,85 @@
+"""Deterministic parsers: files of six formats into ID-addressable :class:`~chunkwise.document.Document`s.
+
+The format is chosen by extension and confirmed by content (magic bytes), see :mod:`.detect`. Each format
+lives in its own module exposing ``parse(data, source, limits) -> Document``; they are imported lazily so
+that parsing Markdown never loads the PDF stack.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from pathlib import Path
+
+from chunkwise.document import Document
+from chunkwise.errors import EmptyDocumentError, FileTooLargeError, ParseError
+from chunkwise.parsing.detect import detect_format
+from chunkwise.parsing.limits import ParseLimits
+
+__all__ = ["FORMATS", "ParseLimits", "detect_format", "parse_bytes", "parse_file"]
+
+#: Format name -> module implementing it.
+FORMATS: dict[str, str] = {
+    "text": "chunkwise.parsing.text",
+    "markdown": "chunkwise.parsing.markdown",
+    "html": "chunkwise.parsing.html",
+    "pdf": "chunkwise.parsing.pdf",
+    "docx": "chunkwise.parsing.docx",
+    "pptx": "chunkwise.parsing.pptx",
+}
+
+ParserFn = Callable[[bytes, str, ParseLimits], Document]
+
+
+def _parser(fmt: str) -> ParserFn:
+    module = importlib.import_module(FORMATS[fmt])
+    fn: ParserFn = module.parse
+    return fn
+
+
+def parse_bytes(
+    data: bytes,
+    source: str,
+    *,
+    fmt: str | None = None,
+    limits: ParseLimits | None = None,
+) -> Document:
+    """Parse in-memory bytes; ``source`` names the input (used as document id and in errors).
+
+    ``fmt`` forces a format; otherwise it is detected from ``source``'s extension and the content.
+    Raises a :class:`~chunkwise.errors.ParseError` subclass on bad input.
+    """
+    limits = limits or ParseLimits()
+    if not data:
+        raise EmptyDocumentError(source, "file is empty")
+    if len(data) > limits.max_bytes:
+        raise FileTooLargeError(source, f"{len(data)} bytes exceeds the limit of {limits.max_bytes}")
+    fmt = fmt or detect_format(data, source)
+    return _parser(fmt)(data, source, limits)
+
+
+def parse_file(
+    path: str | Path,
+    *,
+    fmt: str | None = None,
+    limits: ParseLimits | None = None,
+    doc_id: str | None = None,
+) -> Document:
+    """Parse a file. The document id is ``doc_id`` or the path as given (POSIX form).
+
+    The size limit is checked before reading, so a 200 MB file over the limit costs no memory.
+    """
+    limits = limits or ParseLimits()
+    p = Path(path)
+    source = doc_id or p.as_posix()
+    try:
+        size = p.stat().st_size
+    except OSError as exc:
+        raise ParseError(source, f"cannot read file: {exc.strerror or exc}") from exc
+    if size > limits.max_bytes:
+        raise FileTooLargeError(source, f"{size} bytes exceeds the limit of {limits.max_bytes}")
+    try:
+        data = p.read_bytes()
+    except OSError as exc:
+        raise ParseError(source, f"cannot read file: {exc.strerror or exc}") from exc
+    return parse_bytes(data, source, fmt=fmt, limits=limits)
