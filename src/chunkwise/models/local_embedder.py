@@ -24,7 +24,7 @@ class LocalEmbedder:
         path = Path(model_dir) if model_dir else minilm_dir()
         self._model: Any = SentenceTransformer(str(path), device="cpu")
         self._name = f"local:{path.name if model_dir else 'all-MiniLM-L6-v2'}"
-        self._dim = int(self._model.get_embedding_dimension())
+        self._dim = int(self._model.get_embedding_dimension() or 0)
         self._batch_size = batch_size
 
     @property
