@@ -61,3 +61,36 @@ class ChunkingError(ChunkwiseError):
 
 class ConfigError(ChunkwiseError):
     """A configuration value is missing, unknown or out of range."""
+
+
+class ModelError(ChunkwiseError):
+    """A model call (embedding, chat, logprobs, rerank) failed; ``model`` names the backend and model."""
+
+    def __init__(self, model: str, reason: str) -> None:
+        super().__init__(f"{model}: {reason}")
+        self.model = model
+        self.reason = reason
+
+
+class ModelCallError(ModelError):
+    """A remote model endpoint kept failing (timeouts, 429/5xx, dropped connections, unreadable bodies)."""
+
+
+class LLMResponseError(ModelError):
+    """An LLM answer could not be turned into valid JSON for the requested schema, even after repair."""
+
+
+class BudgetExceededError(ModelError):
+    """A call would take a run past its ``max_cost`` or ``max_tokens`` budget; it was not made."""
+
+
+class DatasetError(ChunkwiseError):
+    """An evaluation data set is malformed: a missing file, bad JSON, an unknown document, a wrong span.
+
+    ``source`` names the file and, where it applies, the line (``queries.jsonl:12``).
+    """
+
+    def __init__(self, source: str, reason: str) -> None:
+        super().__init__(f"{source}: {reason}")
+        self.source = source
+        self.reason = reason

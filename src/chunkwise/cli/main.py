@@ -24,6 +24,12 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+@app.callback()
+def _root() -> None:
+    """Documents into retrieval-ready chunks, and answers from them, with every step measurable."""
+
+
 for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 

@@ -1,0 +1,258 @@
+"""DOCX parser: the body in reading order, with heading levels, lists, quotes, code and tables.
+
+The package is first checked by :func:`~chunkwise.parsing.ooxml.check_package` (zip bomb, DTD/entity
+declarations) and only then loaded with python-docx. The body is walked element by element so that
+paragraphs and tables keep their interleaving (python-docx's ``paragraphs``/``tables`` lists lose it);
+content controls (``w:sdt``) are descended into.
+
+Paragraph roles come from the style, following the style's ``basedOn`` chain so that custom styles
+derived from the built-in ones are recognised:
+
+* ``Title`` and ``Heading 1``-``Heading 6`` (or an explicit outline level) become headings;
+* a paragraph with numbering properties (its own or its style's) becomes a list item, its depth the
+  numbering level (or the level a "List Bullet 2"-style name implies, whichever is deeper) and its
+  number counted per list and level when the level's format is not a bullet;
+* ``Quote``/``Block Text`` style paragraphs become quotes, ``Source Code``/``HTML Preformatted`` code,
+  ``Caption`` captions;
+* tables become Markdown tables (one row per ``w:tr``, one cell per ``w:tc``, so merged cells are
+  not repeated).
+"""
+
+from __future__ import annotations
+
+import io
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from chunkwise.document import Document
+from chunkwise.errors import EmptyDocumentError
+from chunkwise.parsing.builder import DocumentBuilder
+from chunkwise.parsing.limits import ParseLimits
+from chunkwise.parsing.ooxml import check_package, unreadable
+
+_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+
+_HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
+_LIST_STYLE = re.compile(r"^list (?:bullet|number|continue|paragraph) ([2-9])$")
+_QUOTE_STYLES = frozenset({"quote", "intense quote", "block text"})
+_CODE_STYLES = frozenset({"source code", "html preformatted", "code", "plain text"})
+_CAPTION_STYLES = frozenset({"caption", "image caption", "table caption"})
+#: Numbering formats rendered as bullets; every other format (decimal, letters, roman) is counted.
+_BULLET_FORMATS = frozenset({"bullet", "none", ""})
+
+
+def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
+    """Parse DOCX bytes into a :class:`Document` (see the module docstring for the mapping)."""
+    check_package(data, source, limits)
+    try:
+        import docx
+
+        document = docx.Document(io.BytesIO(data))
+    except Exception as exc:  # python-docx reports malformed packages with many exception types
+        raise unreadable(source, "docx", exc) from exc
+    walker = _BodyWalker(document)
+    try:
+        walker.walk(document.element.body)
+    except ValueError as exc:  # a malformed number in the XML (numbering level, outline level)
+        raise unreadable(source, "docx", exc) from exc
+    if walker.builder.unit_count == 0:
+        raise EmptyDocumentError(source, "the DOCX document holds no text")
+    title = (document.core_properties.title or "").strip() or None
+    return walker.builder.build(source, title=title, source=source, fmt="docx")
+
+
+@dataclass
+class _Numbering:
+    """The list formats of ``word/numbering.xml`` and running counters per (list, level)."""
+
+    formats: dict[tuple[str, int], str] = field(default_factory=dict)
+    starts: dict[tuple[str, int], int] = field(default_factory=dict)
+    counters: dict[tuple[str, int], int] = field(default_factory=dict)
+
+    @classmethod
+    def from_document(cls, document: Any) -> _Numbering:
+        """Read each ``w:num``'s levels (formats and start values, overrides applied)."""
+        numbering = cls()
+        try:
+            root = document.part.numbering_part.element
+        except (KeyError, NotImplementedError, AttributeError):
+            return numbering
+        abstract: dict[str, dict[int, tuple[str, int]]] = {}
+        for node in root.iterchildren(f"{_W}abstractNum"):
+            abstract[node.get(f"{_W}abstractNumId", "")] = {
+                int(lvl.get(f"{_W}ilvl", "0")): _level_format(lvl) for lvl in node.iterchildren(f"{_W}lvl")
+            }
+        for num in root.iterchildren(f"{_W}num"):
+            num_id = num.get(f"{_W}numId", "")
+            ref = num.find(f"{_W}abstractNumId")
+            levels = dict(abstract.get(ref.get(f"{_W}val", "") if ref is not None else "", {}))
+            for override in num.iterchildren(f"{_W}lvlOverride"):
+                ilvl = int(override.get(f"{_W}ilvl", "0"))
+                lvl = override.find(f"{_W}lvl")
+                fmt, start = _level_format(lvl) if lvl is not None else levels.get(ilvl, ("bullet", 1))
+                start_override = override.find(f"{_W}startOverride")
+                if start_override is not None:
+                    start = int(start_override.get(f"{_W}val", "1"))
+                levels[ilvl] = (fmt, start)
+            for ilvl, (fmt, start) in levels.items():
+                numbering.formats[(num_id, ilvl)] = fmt
+                numbering.starts[(num_id, ilvl)] = start
+        return numbering
+
+    def next_number(self, num_id: str, ilvl: int) -> int | None:
+        """The number of the next item of list ``num_id`` at ``ilvl``, or ``None`` for a bullet."""
+        for key in [k for k in self.counters if k[0] == num_id and k[1] > ilvl]:
+            del self.counters[key]  # a shallower item restarts the deeper levels
+        key = (num_id, ilvl)
+        if self.formats.get(key, "bullet") in _BULLET_FORMATS:
+            return None
+        self.counters[key] = self.counters.get(key, self.starts.get(key, 1) - 1) + 1
+        return self.counters[key]
+
+
+def _level_format(lvl: Any) -> tuple[str, int]:
+    fmt = lvl.find(f"{_W}numFmt")
+    start = lvl.find(f"{_W}start")
+    return (
+        fmt.get(f"{_W}val", "bullet") if fmt is not None else "bullet",
+        int(start.get(f"{_W}val", "1")) if start is not None else 1,
+    )
+
+
+@dataclass(frozen=True)
+class _Style:
+    """What the parser needs of a paragraph style: lower-cased names and ``w:pPr`` along its chain."""
+
+    names: tuple[str, ...]
+    properties: tuple[Any, ...]
+
+
+def _style_index(document: Any) -> tuple[dict[str, _Style], _Style]:
+    """Paragraph styles by style id, each with its ``basedOn`` chain resolved; plus the default style."""
+    from docx.enum.style import WD_STYLE_TYPE
+
+    index: dict[str, _Style] = {}
+    for style in document.styles:
+        if style.type != WD_STYLE_TYPE.PARAGRAPH:
+            continue
+        names: list[str] = []
+        properties: list[Any] = []
+        current, seen = style, set()
+        while current is not None and current.style_id not in seen:
+            seen.add(current.style_id)
+            names.append(str(current.name or "").lower())
+            properties.append(current.element.pPr)
+            current = current.base_style
+        index[style.style_id] = _Style(tuple(names), tuple(properties))
+    default = document.styles.default(WD_STYLE_TYPE.PARAGRAPH)
+    return index, index.get(default.style_id if default is not None else "", _Style((), ()))
+
+
+class _BodyWalker:
+    """Walks ``w:body`` in document order and feeds a :class:`DocumentBuilder`."""
+
+    def __init__(self, document: Any) -> None:
+        self.builder = DocumentBuilder()
+        self._numbering = _Numbering.from_document(document)
+        self._styles, self._default_style = _style_index(document)
+
+    def walk(self, container: Any) -> None:
+        """Add every paragraph and table under ``container`` (a body or a content control)."""
+        for child in container.iterchildren():
+            if child.tag == f"{_W}p":
+                self._paragraph(child)
+            elif child.tag == f"{_W}tbl":
+                self.builder.table(_table_rows(child))
+            elif child.tag == f"{_W}sdt":
+                content = child.find(f"{_W}sdtContent")
+                if content is not None:
+                    self.walk(content)
+
+    def _paragraph(self, p: Any) -> None:
+        text = _paragraph_text(p)
+        if not text.strip():
+            return
+        ppr = p.find(f"{_W}pPr")
+        style_ref = ppr.find(f"{_W}pStyle") if ppr is not None else None
+        style_id = style_ref.get(f"{_W}val", "") if style_ref is not None else ""
+        style = self._styles.get(style_id, self._default_style)
+        heading = _heading_level(ppr, style)
+        if heading:
+            self.builder.heading(text, heading)
+            return
+        num = _numbering_properties((ppr, *style.properties))
+        if num is not None:
+            num_id, ilvl = num
+            number = self._numbering.next_number(num_id, ilvl)
+            self.builder.list_item(text, depth=max(ilvl, _style_depth(style)), number=number)
+        elif _QUOTE_STYLES.intersection(style.names):
+            self.builder.quote(text)
+        elif _CODE_STYLES.intersection(style.names):
+            self.builder.code(text)
+        elif _CAPTION_STYLES.intersection(style.names):
+            self.builder.caption(text)
+        else:
+            self.builder.paragraph(text)
+
+
+def _style_depth(style: _Style) -> int:
+    """Nesting implied by Word's numbered list styles ("List Bullet 2" is one level deep)."""
+    for name in style.names:
+        match = _LIST_STYLE.match(name)
+        if match:
+            return int(match.group(1)) - 1
+    return 0
+
+
+def _heading_level(ppr: Any, style: _Style) -> int:
+    """The heading level from the style chain (Title = 1) or an explicit outline level, else 0."""
+    for name in style.names:
+        if name == "title":
+            return 1
+        match = _HEADING_STYLE.match(name)
+        if match:
+            return int(match.group(1))
+    for props in (ppr, *style.properties):
+        outline = props.find(f"{_W}outlineLvl") if props is not None else None
+        if outline is not None:
+            level = int(outline.get(f"{_W}val", "9")) + 1
+            return level if level <= 6 else 0
+    return 0
+
+
+def _numbering_properties(candidates: tuple[Any, ...]) -> tuple[str, int] | None:
+    """``(numId, ilvl)`` from the first ``w:pPr`` (paragraph, then its styles) that carries ``w:numPr``."""
+    for ppr in candidates:
+        numpr = ppr.find(f"{_W}numPr") if ppr is not None else None
+        if numpr is None:
+            continue
+        num_id = numpr.find(f"{_W}numId")
+        ilvl = numpr.find(f"{_W}ilvl")
+        value = num_id.get(f"{_W}val", "0") if num_id is not None else "0"
+        if value == "0":
+            return None  # numId 0 explicitly removes numbering
+        return value, int(ilvl.get(f"{_W}val", "0")) if ilvl is not None else 0
+    return None
+
+
+def _paragraph_text(p: Any) -> str:
+    """The visible text of a ``w:p``: runs, hyperlinks, tabs and breaks (deleted text excluded)."""
+    parts: list[str] = []
+    for node in p.iter(f"{_W}t", f"{_W}tab", f"{_W}br", f"{_W}cr", f"{_W}noBreakHyphen"):
+        if node.tag == f"{_W}t":
+            parts.append(node.text or "")
+        elif node.tag == f"{_W}noBreakHyphen":
+            parts.append("-")
+        else:
+            parts.append(" ")
+    return "".join(parts)
+
+
+def _table_rows(tbl: Any) -> list[list[str]]:
+    """Cell texts row by row; a cell's paragraphs (nested tables included) are joined with spaces."""
+    rows: list[list[str]] = []
+    for tr in tbl.iterchildren(f"{_W}tr"):
+        cells = [" ".join(_paragraph_text(p) for p in tc.iter(f"{_W}p")) for tc in tr.iterchildren(f"{_W}tc")]
+        rows.append(cells)
+    return rows

@@ -1,0 +1,179 @@
+"""PPTX parser: slide titles as headings, bullets with their levels, text frames, tables, optional notes.
+
+The package is first checked by :func:`~chunkwise.parsing.ooxml.check_package` (zip bomb, DTD/entity
+declarations) and only then loaded with python-pptx. Every unit carries its slide number as ``page``.
+
+Mapping, decided from the decks of ``data/formats/`` (rendered from Markdown originals):
+
+* The first slide's title is the presentation title (heading level 1); later slide titles are level 2
+  under it (level 1 when the first slide has no title).
+* Inside a text frame, a paragraph that is entirely bold, has no bullet and has extra space before it
+  is a sub-heading, one level below the slide's title (one more when it directly follows another
+  sub-heading, as a section opening with a subsection does). This is how in-slide section headings
+  are drawn; bold text without the added space before it stays a paragraph.
+* In body placeholders, which inherit bullets from the slide master, every paragraph without
+  ``buNone`` is a list item; in other shapes only paragraphs with an explicit ``buChar``/``buAutoNum``
+  are. The depth is the paragraph level; ``buAutoNum`` items are numbered (``startAt`` honoured).
+* Other paragraphs become paragraphs; tables become Markdown tables; group shapes are descended into.
+* Speaker notes are left out by default (they are for the presenter, not the audience); pass
+  ``include_notes=True`` to :func:`parse_presentation` to add them as paragraphs after each slide.
+
+Shapes are read in z-order (the order of the slide's shape tree), which is also authoring order.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from typing import Any
+
+from chunkwise.document import Document
+from chunkwise.errors import EmptyDocumentError
+from chunkwise.parsing.builder import DocumentBuilder
+from chunkwise.parsing.limits import ParseLimits
+from chunkwise.parsing.ooxml import check_package, unreadable
+
+_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+
+
+def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
+    """Parse PPTX bytes into a :class:`Document`, speaker notes left out."""
+    return parse_presentation(data, source, limits)
+
+
+def parse_presentation(
+    data: bytes, source: str, limits: ParseLimits, *, include_notes: bool = False
+) -> Document:
+    """Parse PPTX bytes; ``include_notes`` adds each slide's speaker notes after its content."""
+    check_package(data, source, limits)
+    try:
+        import pptx
+
+        presentation = pptx.Presentation(io.BytesIO(data))
+    except Exception as exc:  # python-pptx reports malformed packages with many exception types
+        raise unreadable(source, "pptx", exc) from exc
+    builder = DocumentBuilder()
+    try:
+        _add_slides(builder, presentation, include_notes)
+    except ValueError as exc:  # a malformed number in the XML (paragraph level, numbering start)
+        raise unreadable(source, "pptx", exc) from exc
+    if builder.unit_count == 0:
+        raise EmptyDocumentError(source, "the PPTX presentation holds no text")
+    return builder.build(source, source=source, fmt="pptx")
+
+
+def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool) -> None:
+    """Add every slide's title, shapes and (optionally) notes, each unit tagged with its slide number."""
+    deck_title = False
+    for number, slide in enumerate(presentation.slides, start=1):
+        title_shape = _title_shape(slide)
+        title_level = 1 if number == 1 or not deck_title else 2
+        title_text = title_shape.text_frame.text if title_shape is not None else ""
+        if title_text.strip():
+            deck_title = deck_title or number == 1
+            builder.heading(title_text, title_level, page=number)
+            sub_level = title_level + 1
+        else:
+            sub_level = 2 if deck_title else 1
+        title_id = title_shape.shape_id if title_shape is not None else None
+        for shape in _shapes(slide.shapes):
+            if shape.shape_id == title_id:
+                continue
+            if getattr(shape, "has_table", False):
+                rows = [
+                    ["" if cell.is_spanned else cell.text for cell in row.cells] for row in shape.table.rows
+                ]
+                builder.table(rows, page=number)
+            elif getattr(shape, "has_text_frame", False):
+                _text_frame(builder, shape, sub_level, number)
+        if include_notes and slide.has_notes_slide:
+            notes = slide.notes_slide.notes_text_frame
+            for paragraph in notes.paragraphs if notes is not None else ():
+                builder.paragraph(paragraph.text, page=number)
+
+
+def _title_shape(slide: Any) -> Any:
+    """The slide's title placeholder, or ``None``."""
+    from pptx.enum.shapes import PP_PLACEHOLDER
+
+    for shape in slide.placeholders:
+        if shape.placeholder_format.type in (PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE):
+            return shape
+    return None
+
+
+def _shapes(shapes: Any) -> Iterator[Any]:
+    """Every shape in tree order, group shapes flattened."""
+    from pptx.enum.shapes import MSO_SHAPE_TYPE
+
+    for shape in shapes:
+        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+            yield from _shapes(shape.shapes)
+        else:
+            yield shape
+
+
+def _text_frame(builder: DocumentBuilder, shape: Any, sub_level: int, page: int) -> None:
+    """Add one shape's paragraphs as sub-headings, list items or paragraphs."""
+    bulleted_by_default = _is_body_placeholder(shape)
+    counters: dict[int, int] = {}
+    level, after_heading = sub_level, False
+    for paragraph in shape.text_frame.paragraphs:
+        text = paragraph.text.replace("\v", " ")
+        if not text.strip():
+            continue
+        ppr = paragraph._p.pPr
+        bullet = _bullet_kind(ppr, bulleted_by_default)
+        depth = paragraph.level
+        heading = bullet is None and _is_sub_heading(paragraph, ppr)
+        if heading:
+            level = level + 1 if after_heading else level
+            builder.heading(text, level, page=page)
+        elif bullet is None:
+            builder.paragraph(text, page=page)
+        else:
+            for deeper in [level for level in counters if level > depth]:
+                del counters[deeper]
+            number = None
+            if bullet == "number":
+                start = _auto_number_start(ppr)
+                counters[depth] = counters.get(depth, start - 1) + 1
+                number = counters[depth]
+            builder.list_item(text, depth=depth, number=number, page=page)
+        if bullet != "number":
+            counters.pop(depth, None)
+        after_heading = heading
+
+
+def _is_body_placeholder(shape: Any) -> bool:
+    """Body/content placeholders inherit bulleted levels from the slide master."""
+    from pptx.enum.shapes import PP_PLACEHOLDER
+
+    if not shape.is_placeholder:
+        return False
+    return shape.placeholder_format.type in (PP_PLACEHOLDER.BODY, PP_PLACEHOLDER.OBJECT)
+
+
+def _bullet_kind(ppr: Any, bulleted_by_default: bool) -> str | None:
+    """``"number"``, ``"bullet"`` or ``None`` from the paragraph properties and the inherited default."""
+    if ppr is not None:
+        if ppr.find(f"{_A}buNone") is not None:
+            return None
+        if ppr.find(f"{_A}buAutoNum") is not None:
+            return "number"
+        if ppr.find(f"{_A}buChar") is not None or ppr.find(f"{_A}buBlip") is not None:
+            return "bullet"
+    return "bullet" if bulleted_by_default else None
+
+
+def _auto_number_start(ppr: Any) -> int:
+    node = ppr.find(f"{_A}buAutoNum") if ppr is not None else None
+    return int(node.get("startAt", "1")) if node is not None else 1
+
+
+def _is_sub_heading(paragraph: Any, ppr: Any) -> bool:
+    """Entirely bold, with added space before: an in-slide section heading."""
+    if ppr is None or ppr.find(f"{_A}spcBef") is None:
+        return False
+    runs = [run for run in paragraph.runs if run.text.strip()]
+    return bool(runs) and all(run.font.bold for run in runs)

@@ -1,0 +1,129 @@
+"""Bad input gives a typed error naming the file and the reason, in the library and through the CLI.
+
+Hostile and huge inputs are generated here, in ``tmp_path``; the 200 MB file is sparse, so it costs no
+disk and, as the limit is checked before reading, no memory.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tracemalloc
+from pathlib import Path
+
+import pytest
+
+from chunkwise.errors import (
+    EmptyDocumentError,
+    EncodingError,
+    FileTooLargeError,
+    ParseError,
+    UnsafeContentError,
+)
+from chunkwise.parsing import ParseLimits, parse_file
+
+HUGE = 200 * 1024 * 1024
+
+
+def _write(path: Path, data: bytes) -> Path:
+    path.write_bytes(data)
+    return path
+
+
+@pytest.fixture
+def bad_files(tmp_path: Path) -> dict[str, tuple[Path, type[ParseError], str]]:
+    """name -> (file, expected error class, expected reason pattern)."""
+    huge = tmp_path / "huge.txt"
+    with huge.open("wb") as handle:
+        os.truncate(handle.fileno(), HUGE)
+    noise = random.Random(7).randbytes(4096)
+    return {
+        "empty": (_write(tmp_path / "empty.md", b""), EmptyDocumentError, "file is empty"),
+        "random": (_write(tmp_path / "random.txt", noise), EncodingError, "binary content"),
+        "invalid_utf8": (
+            _write(tmp_path / "invalid.txt", "Grüße aus Köln".encode() + b"\xc3\x28 more"),
+            EncodingError,
+            "damaged UTF-8: invalid byte at offset 17",
+        ),
+        "deep_html": (
+            _write(tmp_path / "deep.html", b"<div>" * 100_000 + b"deep"),
+            UnsafeContentError,
+            "elements nested deeper than 512 levels",
+        ),
+        "huge": (huge, FileTooLargeError, f"{HUGE} bytes exceeds the limit of {100 * 1024 * 1024}"),
+        "missing": (tmp_path / "missing.txt", ParseError, "cannot read file: No such file or directory"),
+    }
+
+
+@pytest.mark.parametrize("name", ["empty", "random", "invalid_utf8", "deep_html", "huge", "missing"])
+def test_library_raises_a_typed_error_naming_file_and_reason(
+    bad_files: dict[str, tuple[Path, type[ParseError], str]], name: str
+) -> None:
+    path, error, reason = bad_files[name]
+    with pytest.raises(error) as caught:
+        parse_file(path)
+    assert caught.value.source == path.as_posix()
+    assert reason in caught.value.reason
+    assert str(caught.value).startswith(f"{path.as_posix()}: ")
+
+
+def test_legacy_8bit_text_is_decoded_by_detection_not_refused(tmp_path: Path) -> None:
+    text = "Numéro de pièce: réservé à l'équipe. Déjà payé, reçu envoyé le 3 février."
+    doc = parse_file(_write(tmp_path / "legacy.txt", text.encode("cp1252")))
+    assert doc.text == text
+    assert doc.metadata["encoding"] == "cp1252"
+
+
+def test_huge_file_is_refused_before_reading(
+    bad_files: dict[str, tuple[Path, type[ParseError], str]],
+) -> None:
+    path = bad_files["huge"][0]
+    tracemalloc.start()
+    try:
+        with pytest.raises(FileTooLargeError):
+            parse_file(path)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 1024 * 1024
+
+
+def test_the_size_limit_is_configurable(tmp_path: Path) -> None:
+    path = _write(tmp_path / "small.txt", b"twelve bytes")
+    with pytest.raises(FileTooLargeError, match="12 bytes exceeds the limit of 11"):
+        parse_file(path, limits=ParseLimits(max_bytes=11))
+    assert parse_file(path, limits=ParseLimits(max_bytes=12)).text == "twelve bytes"
+
+
+def _chunkwise(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chunkwise", *args], capture_output=True, text=True, timeout=300, check=False
+    )
+
+
+def test_cli_reports_each_bad_file_on_one_line_and_goes_on(
+    bad_files: dict[str, tuple[Path, type[ParseError], str]], tmp_path: Path
+) -> None:
+    good = _write(tmp_path / "good.md", b"# Good\n\nFine text.\n")
+    paths = [path for path, _, _ in bad_files.values()]
+    result = _chunkwise("parse", "--json", *[p.as_posix() for p in paths[:3]], good.as_posix(),
+                        *[p.as_posix() for p in paths[3:]])  # fmt: skip
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr
+    lines = result.stderr.splitlines()
+    assert len(lines) == len(bad_files)
+    for line, (path, _, reason) in zip(lines, bad_files.values(), strict=True):
+        assert line.startswith(f"error: {path.as_posix()}: ")
+        assert reason in line
+    docs = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [d["doc_id"] for d in docs] == [good.as_posix()]
+
+
+def test_cli_size_limit_option(tmp_path: Path) -> None:
+    path = _write(tmp_path / "small.txt", b"twelve bytes")
+    result = _chunkwise("parse", "--max-bytes", "11", path.as_posix())
+    assert result.returncode == 2
+    assert result.stderr == f"error: {path.as_posix()}: 12 bytes exceeds the limit of 11\n"
