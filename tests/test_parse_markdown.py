@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chunkwise.errors import EmptyDocumentError, UnsafeContentError
 from chunkwise.parsing import parse_bytes
@@ -137,3 +139,20 @@ def test_nesting_beyond_the_bound_is_refused_not_truncated() -> None:
     with pytest.raises(UnsafeContentError, match=r"deep\.md: Markdown blocks nested deeper"):
         parse_bytes(b"> " * 1000 + b"lost?", "deep.md")
     assert _rows("> " * 20 + "kept")[0][4] == "> kept"
+
+
+_MARKDOWNISH = st.text(
+    alphabet=st.one_of(st.sampled_from(list("#>-*_`|[]()!<>/ \n\t1.=~\\")), st.characters()), max_size=400
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_MARKDOWNISH)
+def test_any_text_parses_or_fails_cleanly(text: str) -> None:
+    """Arbitrary Markdown-flavoured text gives a valid document or a typed error, never a crash."""
+    try:
+        doc = parse_markdown(text, "any.md")
+    except (EmptyDocumentError, UnsafeContentError):
+        return
+    assert doc.units
+    assert all(doc.text[u.start : u.end] == u.text and u.text.strip() for u in doc.units)

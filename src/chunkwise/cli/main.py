@@ -14,7 +14,15 @@ import typer
 from chunkwise.errors import ChunkwiseError
 
 #: Modules that add commands to the app, in help order.
-COMMAND_MODULES: tuple[str, ...] = ("chunkwise.cli.parse_cmd",)
+COMMAND_MODULES: tuple[str, ...] = (
+    "chunkwise.cli.parse_cmd",
+    "chunkwise.cli.chunk_cmd",
+    "chunkwise.cli.ingest_cmd",
+    "chunkwise.cli.search_cmd",
+    "chunkwise.cli.ask_cmd",
+    "chunkwise.cli.eval_cmd",
+    "chunkwise.cli.tune_cmd",
+)
 
 app = typer.Typer(
     name="chunkwise",

@@ -42,6 +42,10 @@ class LocalEmbedder:
         """The Hugging Face tokenizer of the model (for token-based sizes)."""
         return self._model.tokenizer
 
+    def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` as the model sees them (special tokens excluded, before truncation)."""
+        return len(self._model.tokenizer(text, add_special_tokens=False)["input_ids"])
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Embed ``texts`` in batches; returns an ``(n, dim)`` float32 matrix of unit vectors."""
         if not texts:

@@ -6,6 +6,7 @@ OpenAI-compatible endpoint, or a user's own class.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
@@ -42,6 +43,43 @@ class TokenLogprobs:
     offsets: tuple[int, ...]
     logprobs: tuple[float, ...]
     candidates: tuple[dict[str, float], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Usage:
+    """Tokens one backend call consumed, as the backend counted them (the server's ``usage`` when remote)."""
+
+    input_tokens: int
+    output_tokens: int = 0
+
+
+class UsageSlot:
+    """Where a backend keeps the usage of its last call, one slot per thread.
+
+    Per thread, so that a wrapper reading ``last_usage`` right after its call gets that call's usage even
+    when other threads share the backend.
+    """
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+
+    def set(self, usage: Usage) -> None:
+        """Remember ``usage`` for the calling thread."""
+        self._local.usage = usage
+
+    def get(self) -> Usage | None:
+        """The calling thread's last usage, ``None`` before its first call."""
+        return getattr(self._local, "usage", None)
+
+
+@runtime_checkable
+class ReportsUsage(Protocol):
+    """A backend that knows what its last call consumed; the accounting wrappers read it after each call."""
+
+    @property
+    def last_usage(self) -> Usage | None:
+        """Usage of the most recent call made by this object, ``None`` before the first."""
+        ...
 
 
 @runtime_checkable

@@ -331,11 +331,13 @@ class _Walker:
                 self.blocks.open_caption()
                 self.blocks.text(self._inline_text(child))
                 self.blocks.close_caption()
-            sections = [child] if child.tag == "tr" else list(child.iter()) if child.tag in _SECTIONS else []
-            for row in sections:
-                if row.tag == "tr":
-                    cells = [self._inline_text(cell) for cell in row.iter() if cell.tag in ("th", "td")]
-                    (head if child.tag == "thead" else body).append(cells)
+            if child.tag in _SECTIONS:
+                rows = [row for row in child.iter() if row.tag == "tr"]
+            else:
+                rows = [child] if child.tag == "tr" else []
+            for row in rows:
+                cells = [self._inline_text(cell) for cell in row.iter() if cell.tag in ("th", "td")]
+                (head if child.tag == "thead" else body).append(cells)
         self.blocks.table(head + body)
 
     def _inline_text(self, node: LexborNode) -> str:

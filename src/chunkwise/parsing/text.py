@@ -58,7 +58,8 @@ def text_document(
     """
     spans = _paragraph_spans(text)
     if not spans:
-        raise EmptyDocumentError(source or doc_id, "no text (only whitespace)")
+        where = f"document {doc_id!r}: " if source and source != doc_id else ""
+        raise EmptyDocumentError(source or doc_id, f"{where}no text (only whitespace)")
     units = tuple(
         Unit(id=f"u{i}", kind=UnitKind.PARAGRAPH, start=start, end=end, text=text[start:end])
         for i, (start, end) in enumerate(spans, start=1)

@@ -1,0 +1,210 @@
+"""``semantic``: chunks of consecutive sentences that stay on one topic, by embedding similarity.
+
+Three rules, one chunker:
+
+* ``breakpoint="threshold"`` (default), ChunkRAG (seed 001): embed each sentence; start a new chunk when
+  the cosine similarity of two consecutive sentences drops below ``threshold`` (θ = 0.8) or when adding
+  the sentence would pass the maximum size (500 characters by default).
+* ``breakpoint="percentile"``, the SemanticChunk baseline (seed 004): break where the cosine distance of
+  consecutive sentences exceeds the ``percentile``-th percentile (95) of all such distances in the
+  document; the size maximum applies the same way.
+* ``method="cluster"``, Chroma's ClusterSemanticChunker: cut the text into small pieces
+  (``piece_size``, recursive rules), embed them, and choose the segmentation that maximises the summed
+  pairwise similarity inside chunks (similarities centred on their document mean) by dynamic
+  programming, under the size maximum. Rewards come from banded row sums, so the cost is
+  O(pieces × pieces-per-chunk), not a full similarity matrix.
+
+Sentences longer than the maximum are cut by the recursive rules below the sentence level. The embedder
+is any :class:`~chunkwise.models.protocols.Embedder` (vectors L2-normalised); the default is the bundled
+local MiniLM, loaded on first use.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from typing import ClassVar
+
+import numpy as np
+
+from chunkwise.chunking.base import BaseChunker, ChunkerParams
+from chunkwise.chunking.boundaries import RECURSIVE_LEVELS, WITHIN_SENTENCE_LEVELS, Level
+from chunkwise.chunking.enforce import Piece, SizeLimits, pack
+from chunkwise.chunking.measure import Measure
+from chunkwise.chunking.sentences import split_sentences
+from chunkwise.document import Document
+from chunkwise.errors import ConfigError
+from chunkwise.models.protocols import Embedder, Vectors
+
+BREAKPOINTS = ("threshold", "percentile")
+METHODS = ("greedy", "cluster")
+
+
+@dataclasses.dataclass(frozen=True)
+class SemanticParams(ChunkerParams):
+    """ChunkRAG defaults: θ = 0.8, at most 500 characters.
+
+    ``threshold``: similarity below which a new chunk starts (``breakpoint="threshold"``).
+    ``breakpoint``: ``threshold`` or ``percentile``. ``percentile``: the distance percentile that marks a
+    break (``breakpoint="percentile"``). ``method``: ``greedy`` (sentence by sentence) or ``cluster``
+    (dynamic programming over small pieces). ``piece_size``: the cluster method's piece size in
+    ``unit`` (0 means ``max_size // 8``). ``embedder``: an :class:`Embedder`, or a spec string for
+    :func:`chunkwise.models.get_embedder` (``None``: the default local embedder).
+    """
+
+    threshold: float = 0.8
+    breakpoint: str = "threshold"
+    percentile: float = 95.0
+    method: str = "greedy"
+    piece_size: int = 0
+    embedder: Embedder | str | None = None
+
+    def validate(self) -> None:
+        """Check the semantic settings on top of the common ones."""
+        super().validate()
+        if self.breakpoint not in BREAKPOINTS:
+            raise ConfigError(f"breakpoint must be one of {', '.join(BREAKPOINTS)}, got {self.breakpoint!r}")
+        if self.method not in METHODS:
+            raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
+        if not -1.0 <= self.threshold <= 1.0:
+            raise ConfigError(f"threshold must be a cosine similarity in [-1, 1], got {self.threshold}")
+        if not 0.0 <= self.percentile <= 100.0:
+            raise ConfigError(f"percentile must be in [0, 100], got {self.percentile}")
+        if not 0 <= self.piece_size <= self.max_size:
+            raise ConfigError(f"piece_size must be between 0 and max_size, got {self.piece_size}")
+
+
+def resolve_embedder(spec: Embedder | str | None) -> Embedder:
+    """An embedder object for ``spec`` (an object passes through; strings go to the model factory)."""
+    if spec is not None and not isinstance(spec, str):
+        return spec
+    try:
+        from chunkwise.models import get_embedder  # type: ignore[attr-defined,unused-ignore]
+    except ImportError:
+        if spec not in (None, "local"):
+            raise ConfigError(f"embedder {spec!r} needs chunkwise.models.get_embedder") from None
+        from chunkwise.models.local_embedder import LocalEmbedder
+
+        return LocalEmbedder()
+    embedder: Embedder = get_embedder(spec)
+    return embedder
+
+
+def breaks_below(similarities: Vectors, threshold: float) -> list[bool]:
+    """ChunkRAG: a break before sentence ``i + 1`` where ``sim(i, i + 1) < threshold``."""
+    return [bool(s < threshold) for s in similarities]
+
+
+def breaks_above_percentile(similarities: Vectors, percentile: float) -> list[bool]:
+    """SemanticChunk: a break where the distance ``1 - sim`` exceeds its ``percentile``-th percentile."""
+    distances = 1.0 - similarities
+    if distances.size == 0:
+        return []
+    cutoff = float(np.percentile(distances, percentile))
+    return [bool(d > cutoff) for d in distances]
+
+
+def group_spans(
+    spans: Sequence[tuple[int, int]], breaks: Sequence[bool], measure: Measure, budget: int
+) -> list[Piece]:
+    """Consecutive spans joined until a break or until the next span would pass ``budget``."""
+    pieces: list[Piece] = []
+    start = spans[0][0]
+    for (_, prev_end), (span_start, span_end), brk in zip(spans[:-1], spans[1:], breaks, strict=True):
+        if brk or measure.size(start, span_end) > budget:
+            pieces.append((start, prev_end, 0))
+            start = span_start
+    pieces.append((start, spans[-1][1], 0))
+    return pieces
+
+
+def cluster_segments(vectors: Vectors, fits: Sequence[int]) -> list[int]:
+    """Chroma's cluster segmentation: the start index of each segment, by dynamic programming.
+
+    ``fits[i]`` is the first piece index ``j`` such that pieces ``j..i`` fit in one chunk. The reward of a
+    segment is the sum of the pairwise similarities of its pieces, centred on the mean similarity of all
+    pairs in the document (so joining unrelated pieces costs); the segmentation maximises the total.
+    """
+    n = len(vectors)
+    if n <= 1:
+        return [0] * n
+    total = vectors.sum(axis=0)
+    pair_sum = (float(total @ total) - float((vectors * vectors).sum())) / 2.0
+    mean = pair_sum / (n * (n - 1) / 2.0)
+    width = max(i - fits[i] for i in range(n)) + 1
+    # row[d][a] = sum_{t=1..d} (sim(a, a+t) - mean): similarity of piece a to the d pieces after it.
+    row = np.zeros((width, n), dtype=np.float64)
+    for d in range(1, width):
+        sims = np.einsum("ij,ij->i", vectors[:-d], vectors[d:]).astype(np.float64) - mean
+        row[d, : n - d] = row[d - 1, : n - d] + sims
+    best = [0.0] * (n + 1)
+    start_of = [0] * n
+    for i in range(n):
+        reward = 0.0
+        best_value = -np.inf
+        for j in range(i, fits[i] - 1, -1):
+            reward += 2.0 * row[i - j, j]
+            value = best[j] + reward
+            if value > best_value:
+                best_value, start_of[i] = value, j
+        best[i + 1] = best_value
+    starts: list[int] = []
+    i = n - 1
+    while i >= 0:
+        starts.append(start_of[i])
+        i = start_of[i] - 1
+    return starts[::-1]
+
+
+def first_fitting(spans: Sequence[tuple[int, int]], measure: Measure, budget: int) -> list[int]:
+    """For each span ``i``, the first ``j`` such that spans ``j..i`` fit in ``budget`` (two pointers)."""
+    fits: list[int] = []
+    j = 0
+    for i, (_, end) in enumerate(spans):
+        while j < i and measure.size(spans[j][0], end) > budget:
+            j += 1
+        fits.append(j)
+    return fits
+
+
+class SemanticChunker(BaseChunker):
+    """Sentences grouped by embedding similarity (ChunkRAG, SemanticChunk, or cluster DP)."""
+
+    name: ClassVar[str] = "semantic"
+    Params: ClassVar[type[ChunkerParams]] = SemanticParams
+    levels: ClassVar[tuple[Level, ...]] = WITHIN_SENTENCE_LEVELS
+    params: SemanticParams
+
+    def __init__(self, **params: object) -> None:
+        super().__init__(**params)
+        self._embedder: Embedder | None = None
+
+    @property
+    def embedder(self) -> Embedder:
+        """The embedder, resolved (and loaded, for the local default) on first use."""
+        if self._embedder is None:
+            self._embedder = resolve_embedder(self.params.embedder)
+        return self._embedder
+
+    def pieces(self, doc: Document, measure: Measure, limits: SizeLimits) -> list[Piece]:
+        """Sentence groups (greedy rules) or DP segments of small pieces (cluster)."""
+        text, budget = doc.text, limits.budget
+        if self.params.method == "cluster":
+            piece_size = self.params.piece_size or max(1, self.params.max_size // 8)
+            spans = pack(text, 0, len(text), measure, min(piece_size, budget), levels=RECURSIVE_LEVELS)
+            if len(spans) <= 1:
+                return [(a, b, 0) for a, b in spans]
+            vectors = self.embedder.embed([text[a:b] for a, b in spans])
+            starts = cluster_segments(vectors, first_fitting(spans, measure, budget))
+            ends = [*starts[1:], len(spans)]
+            return [(spans[s][0], spans[e - 1][1], 0) for s, e in zip(starts, ends, strict=True)]
+        spans = split_sentences(text)
+        if len(spans) <= 1:
+            return [(a, b, 0) for a, b in spans]
+        vectors = self.embedder.embed([text[a:b] for a, b in spans])
+        similarities = np.einsum("ij,ij->i", vectors[:-1], vectors[1:])
+        if self.params.breakpoint == "percentile":
+            breaks = breaks_above_percentile(similarities, self.params.percentile)
+        else:
+            breaks = breaks_below(similarities, self.params.threshold)
+        return group_spans(spans, breaks, measure, budget)

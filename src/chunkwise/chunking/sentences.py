@@ -1,0 +1,166 @@
+"""An offline, rule-based sentence splitter that returns exact spans.
+
+Why rules and not a model: NLTK's punkt data cannot be downloaded here, and pysbd (installed, and able to
+return character spans) segments about 0.15 MB/s on this machine, two orders of magnitude slower than
+this scan (``bench/chunk_quality.py`` times both on the chroma corpora and uses pysbd as the independent
+judge of boundary quality). The rules below cover what matters for chunking:
+
+* a sentence ends after ``.``, ``!``, ``?`` or ``…`` (runs like ``?!`` or ``...`` included), optionally
+  followed by closing quotes or brackets, when whitespace follows;
+* it does not end after a known abbreviation (``Dr.``, ``e.g.``, ``Inc.``, ...), a single-letter initial
+  (``J. Smith``), a number opening a line (``3. Mix``), or at an ellipsis followed by a lower-case word
+  (``wait... what``); decimals and dotted names (``3.14``, ``U.S.``, ``example.com``) never split
+  because no whitespace follows their dots;
+* Chinese and Japanese full stops (``。！？`` and half-width ``｡``) end a sentence with no space after them;
+* a blank line always ends a sentence (headings and paragraphs without final punctuation), and so does a
+  line break in front of a Markdown block marker (a list item, heading, table row or quote).
+
+Spans are trimmed: they start and end on non-whitespace, and together they cover every non-whitespace
+character of the text exactly once, in order.
+"""
+
+from __future__ import annotations
+
+import re
+
+from chunkwise.chunking.spans import trim
+
+#: Lower-cased words that take a period without ending a sentence.
+ABBREVIATIONS: frozenset[str] = frozenset(
+    """
+    mr mrs ms dr prof sr jr st mt ft vs etc e.g i.e cf al approx dept est fig figs no nos vol vols
+    pp ed eds inc ltd co corp llc plc bros jan feb mar apr jun jul aug sep sept oct nov dec mon tue
+    wed thu fri sat sun gen col lt sgt capt cmdr adm gov sen rep pres rev hon u.s u.k a.m p.m ph.d
+    m.d b.a m.a e.u
+    """.split()  # noqa: SIM905 (a word list reads best as words)
+)
+
+# Latin-script sentence end: terminal punctuation (+ closers) followed by whitespace.
+_LATIN_END = re.compile(r"""[.!?…]+["'”’»)\]]*(?=\s)""")
+# CJK sentence end: no whitespace needed after it.
+_CJK_END = re.compile(r"[。！？｡]+[」』）”’〉》】]*")
+# Paragraph break, or a line break in front of a Markdown block marker.
+_BLOCK_BREAK = re.compile(r"\n[^\S\n]*\n|\n(?=[^\S\n]*(?:[-*+] |\d+[.)] |#|\||> ))")
+_ALL_ENDS = re.compile(f"{_LATIN_END.pattern}|{_CJK_END.pattern}|{_BLOCK_BREAK.pattern}")
+_LATIN_MARKS = ".!?…"
+_CJK_MARKS = "。！？｡"
+_STOP_MARKS = _LATIN_MARKS + _CJK_MARKS
+_FINDERS = {mark: re.compile(re.escape(mark)) for mark in _STOP_MARKS}
+_REVERSED_STOP = re.compile(f"[ \\n][{_LATIN_MARKS}]|[{_CJK_MARKS}]")
+# Each starts with a literal newline after ``.*``, which the regex engine finds without backtracking
+# character by character; an alternation of the two would not be.
+# The cut is the newline just before ``match.end()`` (for a blank line, its second newline: the
+# trimmed chunk is the same either way).
+_LAST_BREAKS = (
+    re.compile(r"(?s:.*)\n[^\S\n]*\n"),
+    re.compile(r"(?s:.*)\n(?=[^\S\n]*(?:[-*+] |\d+[.)] |#|\||> ))"),
+)
+_WORD_BEFORE = re.compile(r"(\S+)$")
+_NON_SPACE = re.compile(r"\S")
+
+
+def _is_false_stop(text: str, match: re.Match[str]) -> bool:
+    """Whether a Latin ``.`` end is an abbreviation or an initial, or an ellipsis before a lower-case word.
+
+    A lower-case next word alone does not veto a stop: lower-cased corpora (the chroma finance set is
+    one) would lose every sentence boundary.
+    """
+    punct = match.group()
+    if not punct.startswith((".", "…")) or match.end() >= len(text):
+        return False
+    if punct.startswith(("..", "…")):
+        nxt = _NON_SPACE.search(text, match.end())
+        return nxt is not None and text[nxt.start()].islower()
+    word_match = _WORD_BEFORE.search(text, max(0, match.start() - 24), match.start())
+    if word_match is None:
+        return False
+    word = word_match.group(1).lstrip("\"'“‘([").lower()
+    if word.isdigit():  # "3." opening a line is a list number, not the end of a sentence
+        line_start = text.rfind("\n", 0, word_match.start(1)) + 1
+        return not text[line_start : word_match.start(1)].strip()
+    return word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())
+
+
+def _cut_at(text: str, match: re.Match[str]) -> int | None:
+    """The sentence end a candidate match stands for, or ``None`` for a false stop."""
+    found = match.group()
+    if found[0] == "\n":
+        return match.start()
+    if found[0] in ".!?…" and _is_false_stop(text, match):
+        return None
+    return match.end()
+
+
+def sentence_ends(text: str, start: int = 0, end: int | None = None) -> list[int]:
+    """Offsets just after each sentence end found in ``text[start:end]``, ascending.
+
+    A returned offset ``c`` means a sentence may end at ``c`` (trailing whitespace excluded). Each
+    terminal mark is found with a literal search (fast in the regex engine, unlike a character class)
+    and only the start of a run of marks is checked against the rules.
+    """
+    end = len(text) if end is None else end
+    cuts = {match.start() for match in _BLOCK_BREAK.finditer(text, start, end)}
+    for marks, rule in ((_LATIN_MARKS, _LATIN_END), (_CJK_MARKS, _CJK_END)):
+        for finder in (_FINDERS[mark] for mark in marks):
+            for match in finder.finditer(text, start, end):
+                at = match.start()
+                if at > start and text[at - 1] in marks:
+                    continue
+                found = rule.match(text, at, end)
+                cut = _cut_at(text, found) if found is not None else None
+                if cut is not None:
+                    cuts.add(cut)
+    return sorted(cuts)
+
+
+def _last_stop(text: str, start: int, stop: int) -> int:
+    """Index of the last stop mark in ``text[start:stop]`` that can end a sentence, or -1.
+
+    The window is reversed and searched forwards, so the regular expression stops at the first hit
+    instead of backtracking over the whole window. Latin marks need a space or newline after them
+    (decimals and dotted names cost nothing); CJK marks stand alone.
+    """
+    window = text[start:stop][::-1]
+    found = _REVERSED_STOP.search(window)
+    return -1 if found is None else stop - found.end()
+
+
+def last_sentence_end(text: str, start: int, limit: int) -> int | None:
+    """The largest sentence end ``c`` with ``start < c <= limit``, or ``None``.
+
+    A backward search for windows (the recursive chunker's sentence level): the last stop mark comes
+    from :func:`_last_stop` and is checked with the full rules; a false stop moves the search before
+    it. Paragraph and list breaks come from two backward matches anchored on a newline. A stop closed
+    by a quote or bracket is left to the forward scan of :func:`sentence_ends`.
+    """
+    best = None
+    if text.rfind("\n", start, limit) >= 0:
+        breaks = [m.end() - 1 for m in (p.match(text, start, limit) for p in _LAST_BREAKS) if m is not None]
+        best = max((b for b in breaks if b > start), default=None)
+    stop = min(len(text), limit + 1)
+    while stop > start:
+        mark = _last_stop(text, start, stop)
+        if mark < 0 or (best is not None and mark < best):
+            break
+        run = mark
+        while run > start and text[run - 1] in _STOP_MARKS:
+            run -= 1
+        found = _ALL_ENDS.match(text, run)
+        cut = _cut_at(text, found) if found is not None else None
+        if cut is not None and start < cut <= limit:
+            return cut if best is None else max(cut, best)
+        stop = run
+    return best
+
+
+def split_sentences(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """Trimmed ``(start, end)`` spans of the sentences of ``text[start:end]``, in order."""
+    end = len(text) if end is None else end
+    spans: list[tuple[int, int]] = []
+    pos = start
+    for cut in [*sentence_ends(text, start, end), end]:
+        span = trim(text, pos, cut)
+        if span is not None:
+            spans.append(span)
+        pos = max(pos, cut)
+    return spans

@@ -1,0 +1,47 @@
+"""``chunkwise ask "QUESTION" --kb DIR``: a grounded answer with citations from the knowledge base.
+
+The answer cites its sources (chunk or segment ids) with exact quotes, each checked against the cited
+span; when the documents do not support an answer it says "not found in the documents". ``--json`` prints
+the answer, citations (with document offsets), grounding verdict, trace, totals and accounting.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+
+from chunkwise.cli.kb_options import ConfigOption, JsonOption, KbOption, PresetOption, open_kb
+
+
+def ask_command(
+    question: Annotated[str, typer.Argument(help="The question.")],
+    *,
+    kb: KbOption,
+    config: ConfigOption = None,
+    preset: PresetOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Answer a question from a knowledge base, with citations."""
+    with open_kb(kb, config, preset, create=False) as base:
+        answer = base.answer(question)
+    if as_json:
+        sys.stdout.write(json.dumps(answer.to_dict(), ensure_ascii=False) + "\n")
+        return
+    console = Console()
+    console.print(answer.text, markup=False)
+    for number, citation in enumerate(answer.citations, 1):
+        quote = " ".join(citation.quote.split())
+        console.print(
+            f"[{number}] {citation.doc_id} {citation.start}-{citation.end}: “{quote}”", markup=False
+        )
+    verdict = "grounded" if answer.grounding.grounded else "not grounded"
+    console.print(f"({verdict}; {len(answer.trace.stages)} stages, {answer.trace.totals()['seconds']:.2f} s)")
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``ask`` command to the CLI."""
+    app.command("ask")(ask_command)

@@ -1,0 +1,178 @@
+"""``chunkwise chunk FILE``: parse a file, chunk it with a named chunker, print the chunks.
+
+With ``--json`` the output is one JSON object: ``doc_id``, ``chunker``, ``params``, ``chunks`` (id, start,
+end, text, unit_ids, section, tokens, plus context where a chunker records one) and ``stats`` (count,
+mean/min/max size in the chunker's unit, and coverage: the share of the document's non-whitespace
+characters inside some chunk). The LLM-driven chunkers add ``llm_report``: per window the outcome
+(``valid``, ``valid_after_reprompt``, ``repaired``, ``fallback``) and the problems found in the model's
+answers. Without ``--json``, a table.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from chunkwise.chunking import CHUNKERS, Chunk, get_chunker
+from chunkwise.chunking.llm_common import LLMChunker
+from chunkwise.document import Document
+from chunkwise.errors import ConfigError
+
+
+def parse_settings(pairs: list[str]) -> dict[str, str]:
+    """``key=value`` strings into a mapping (values stay strings; the chunker types them)."""
+    settings: dict[str, str] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set expects key=value, got {pair!r}")
+        settings[key.strip()] = value.strip()
+    return settings
+
+
+def _content_chars(text: str) -> int:
+    """Number of non-whitespace characters."""
+    return len("".join(text.split()))
+
+
+def chunk_stats(doc: Document, chunks: list[Chunk]) -> dict[str, Any]:
+    """Count, size statistics (in the chunker's unit) and non-whitespace coverage."""
+    sizes = [c.tokens for c in chunks]
+    covered = 0
+    reach = 0
+    for c in sorted(chunks, key=lambda c: c.start):
+        if c.end > reach:
+            covered += _content_chars(doc.text[max(c.start, reach) : c.end])
+            reach = c.end
+    content = _content_chars(doc.text)
+    return {
+        "count": len(chunks),
+        "mean_size": round(statistics.fmean(sizes), 2) if sizes else 0,
+        "min_size": min(sizes, default=0),
+        "max_size": max(sizes, default=0),
+        "coverage": round(covered / content, 6) if content else 1.0,
+    }
+
+
+def chunk_row(chunk: Chunk) -> dict[str, Any]:
+    """One chunk as printed by ``--json``."""
+    row: dict[str, Any] = {
+        "id": chunk.id,
+        "start": chunk.start,
+        "end": chunk.end,
+        "text": chunk.text,
+        "unit_ids": list(chunk.unit_ids),
+        "section": list(chunk.section),
+        "tokens": chunk.tokens,
+    }
+    if chunk.context:
+        row["context"] = chunk.context
+    return row
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``chunk`` command to ``app``."""
+
+    @app.command("chunk")
+    def chunk_command(
+        file: Annotated[Path, typer.Argument(help="The document to chunk (md, txt, html, pdf, docx, pptx).")],
+        *,
+        chunker: Annotated[str, typer.Option("--chunker", "-c", help=f"One of: {', '.join(CHUNKERS)}.")] = (
+            "recursive"
+        ),
+        max_size: Annotated[int | None, typer.Option("--max-size", help="Hard maximum chunk size.")] = None,
+        min_size: Annotated[
+            int | None, typer.Option("--min-size", help="Merge chunks smaller than this.")
+        ] = None,
+        overlap: Annotated[
+            float | None, typer.Option("--overlap", help="Overlap: units if >= 1, else a fraction of max.")
+        ] = None,
+        unit: Annotated[
+            str | None,
+            typer.Option("--unit", help="chars, tokens, hf:<tokenizer.json>, tiktoken:<encoding>."),
+        ] = None,
+        settings: Annotated[
+            list[str] | None, typer.Option("--set", help="Chunker parameter key=value (repeatable).")
+        ] = None,
+        as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+        llm: Annotated[
+            str | None,
+            typer.Option(
+                "--llm", help="LLM spec for wrac, agentic, logprob, sections (local, openai:<model>)."
+            ),
+        ] = None,
+        scores: Annotated[
+            Path | None,
+            typer.Option("--scores", help="logprob: write the boundary score curve (.json, else CSV)."),
+        ] = None,
+    ) -> None:
+        """Chunk FILE and print the chunks with their offsets."""
+        from chunkwise.parsing import parse_file
+
+        try:
+            params: dict[str, Any] = parse_settings(settings or [])
+            options = {
+                "max_size": max_size,
+                "min_size": min_size,
+                "overlap": overlap,
+                "unit": unit,
+                "llm": llm,
+            }
+            params.update({key: value for key, value in options.items() if value is not None})
+            built = get_chunker(chunker, **params)
+        except ConfigError as exc:
+            raise ConfigError(f"{file}: {exc}") from exc
+        doc = parse_file(file)
+        run = built.run(doc) if isinstance(built, LLMChunker) else None
+        chunks = run.chunks if run else built.chunk(doc)
+        if scores is not None:
+            if run is None or run.curve is None:
+                raise ConfigError(f"{file}: --scores needs --chunker logprob")
+            run.curve.write(scores)
+        described = built.describe() if hasattr(built, "describe") else {"params": params}
+        report = {
+            "doc_id": doc.id,
+            "chunker": built.name,
+            "params": described["params"],
+            "chunks": [chunk_row(c) for c in chunks],
+            "stats": chunk_stats(doc, chunks),
+        }
+        if run is not None:
+            report["llm_report"] = run.report.to_dict()
+        if as_json:
+            typer.echo(json.dumps(report, ensure_ascii=False))
+            return
+        _print_table(report)
+
+
+def _print_table(report: dict[str, Any]) -> None:
+    """The chunks as a rich table, with the stats underneath."""
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{report['doc_id']} · {report['chunker']}")
+    for column in ("#", "start", "end", "size", "section", "text"):
+        table.add_column(column, overflow="fold")
+    for i, row in enumerate(report["chunks"]):
+        preview = " ".join(row["text"].split())
+        table.add_row(
+            str(i),
+            str(row["start"]),
+            str(row["end"]),
+            str(row["tokens"]),
+            " > ".join(row["section"]),
+            preview if len(preview) <= 80 else preview[:77] + "...",
+        )
+    console = Console()
+    console.print(table)
+    console.print(", ".join(f"{k}: {v}" for k, v in report["stats"].items()))
+    if "llm_report" in report:
+        llm_report = report["llm_report"]
+        outcomes = ", ".join(f"{k}: {v}" for k, v in llm_report["outcomes"].items())
+        console.print(
+            f"windows: {outcomes}; " + ", ".join(f"{k}: {v}" for k, v in llm_report["stats"].items())
+        )

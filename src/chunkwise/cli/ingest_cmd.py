@@ -1,0 +1,70 @@
+"""``chunkwise ingest PATH... --kb DIR``: parse, chunk, add headers, embed and store files.
+
+Directories are searched (recursively) for supported files. A rich progress bar shows the files done;
+each file that fails is reported as ``error: <file>: <reason>`` on stderr and the batch goes on (exit
+status 2 if any failed). Unchanged files are skipped, changed ones replaced. ``--json`` prints the
+ingest report (added, replaced, skipped, failed, chunks, seconds, embed_seconds) and accounting totals.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from chunkwise.cli.kb_options import ConfigOption, JsonOption, KbOption, PresetOption, open_kb
+from chunkwise.kb import IngestEvent, expand_paths
+
+
+def ingest_command(
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories to ingest.")],
+    *,
+    kb: KbOption,
+    config: ConfigOption = None,
+    preset: PresetOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Add documents to a knowledge base (one transaction per document)."""
+    console = Console(stderr=True)
+    with open_kb(kb, config, preset, create=True) as base:
+        total = len(expand_paths(paths))
+        with Progress(
+            TextColumn("[bold]ingest"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+            TextColumn("{task.description}"),
+            console=console,
+            disable=as_json,
+        ) as progress:
+            task = progress.add_task("", total=total)
+
+            def on_progress(event: IngestEvent) -> None:
+                progress.update(task, completed=event.done, description=f"{event.status}: {event.source}")
+
+            report = base.add(paths, on_progress=on_progress)
+        for source, reason in report.failed:
+            sys.stderr.write(f"error: {source}: {reason}\n")
+        if as_json:
+            body = dict(report.to_dict(), accounting=base.ledger.to_dict(), counts=base.store.counts())
+            sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
+        else:
+            counts = base.store.counts()
+            Console().print(
+                f"added {len(report.added)}, replaced {len(report.replaced)}, skipped {len(report.skipped)}, "
+                f"failed {len(report.failed)}; {report.chunks} chunks in {report.seconds:.1f} s "
+                f"({report.embed_seconds:.1f} s embedding). Store: {counts['documents']} documents, "
+                f"{counts['chunks']} chunks."
+            )
+    if report.failed:
+        raise typer.Exit(2)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``ingest`` command to the CLI."""
+    app.command("ingest")(ingest_command)

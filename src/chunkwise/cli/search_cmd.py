@@ -1,0 +1,68 @@
+"""``chunkwise search "QUERY" --kb DIR -k N``: the best chunks for a query after every enabled stage.
+
+Without ``--json``, a table (rank, score, document, offsets, text preview). With ``--json``, one object:
+``query``, ``hits`` (chunk_id, doc_id, start, end, score, per-stage scores, header, text), ``trace`` (one
+entry per stage: inputs, outputs, seconds, calls, tokens, scores, notes), ``totals`` and ``accounting``.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from chunkwise.cli.kb_options import ConfigOption, JsonOption, KbOption, PresetOption, open_kb
+from chunkwise.retrieval.trace import Trace
+
+#: Console columns the rank, score, document and span columns and the borders take at most.
+PREVIEW_RESERVED = 70
+#: Characters of a document id shown (its end: the file name); longer ids are cut at the front.
+DOC_CHARS = 30
+
+
+def search_command(
+    query: Annotated[str, typer.Argument(help="The search query.")],
+    *,
+    kb: KbOption,
+    k: Annotated[int, typer.Option("-k", help="Number of hits.", min=1)] = 5,
+    config: ConfigOption = None,
+    preset: PresetOption = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Search a knowledge base."""
+    with open_kb(kb, config, preset, create=False) as base:
+        trace = Trace()
+        hits = base.search(query, k=k, trace=trace)
+        if as_json:
+            body = {
+                "query": query,
+                "hits": [h.to_dict() for h in hits],
+                "trace": trace.to_dict(),
+                "totals": trace.totals(),
+                "accounting": base.ledger.to_dict(),
+            }
+            sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
+            return
+    console = Console()
+    preview_chars = max(console.width - PREVIEW_RESERVED, 20)
+    table = Table(title=f"{query}  ({', '.join(trace.names())}; {trace.totals()['seconds'] * 1000:.0f} ms)")
+    for column in ("#", "score", "document", "span", "text"):
+        table.add_column(
+            column, no_wrap=True, overflow="ellipsis", max_width=None if column == "text" else 30
+        )
+    for rank, hit in enumerate(hits, 1):
+        preview = " ".join(hit.text.split())
+        if len(preview) > preview_chars:
+            preview = preview[: preview_chars - 1] + "…"
+        document = hit.doc_id if len(hit.doc_id) <= DOC_CHARS else "…" + hit.doc_id[-DOC_CHARS + 1 :]
+        table.add_row(str(rank), f"{hit.score:.3f}", document, f"{hit.start}-{hit.end}", preview)
+    console.print(table)
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``search`` command to the CLI."""
+    app.command("search")(search_command)

@@ -1,0 +1,268 @@
+"""Pipeline configuration: typed dataclasses, loaded from TOML, with named presets.
+
+A TOML file may name a preset (``preset = "chunkrag"``) and then override any field by section::
+
+    preset = "fast"
+
+    [models]            # chunkwise.models.config.ModelsConfig, given to the model factories
+    embedder = "local"
+    llm = "openai:gpt-4o-mini"
+
+    [chunking]
+    name = "recursive"
+    params = { max_size = 800 }
+
+    [retrieval]
+    fusion = "rrf"
+
+    [segments]
+    enabled = true
+    preset = "precision"
+
+Every stage has an ``enabled`` switch. Unknown sections or keys, and values of the wrong type, raise
+:class:`~chunkwise.errors.ConfigError` naming the key (``retrieval.wieght``).
+
+Presets: ``fast`` (BM25 + dense hybrid, redundancy removal, extractive answers: no LLM anywhere),
+``chunkrag`` (ChunkRAG's Algorithm 1: rewrite, hybrid, redundancy, LLM relevance filter, rerank, LLM
+answer) and ``dsrag`` (contextual headers with summaries, relevant segment extraction, LLM answer).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from chunkwise.errors import ConfigError
+from chunkwise.models.config import ModelsConfig
+
+
+@dataclass(frozen=True)
+class ChunkingConfig:
+    """The chunker (a name of ``chunkwise.chunking.CHUNKERS``) and its parameters."""
+
+    name: str = "recursive"
+    params: dict[str, Any] = field(default_factory=lambda: {"max_size": 800})
+
+
+@dataclass(frozen=True)
+class HeadersConfig:
+    """Contextual chunk headers. ``llm``: ask the LLM for missing titles and for the summary."""
+
+    enabled: bool = True
+    title: bool = True
+    summary: bool = False
+    section: bool = True
+    llm: bool = False
+
+
+@dataclass(frozen=True)
+class RetrievalConfig:
+    """First-stage retrieval: each retriever returns ``candidates`` chunks, fused by ``fusion``. Stores of
+    at least ``hnsw_threshold`` chunks search vectors by HNSW, of at least ``bm25s_threshold`` chunks
+    answer BM25 from the bm25s sidecar (exact search and FTS5 below)."""
+
+    bm25: bool = True
+    dense: bool = True
+    candidates: int = 50
+    fusion: Literal["weighted", "rrf"] = "weighted"
+    weight: float = 0.5
+    rrf_k: int = 60
+    hnsw_threshold: int = 50_000
+    bm25s_threshold: int = 20_000
+    embed_batch: int = 256
+
+
+@dataclass(frozen=True)
+class RewriteConfig:
+    """ChunkRAG query rewriting."""
+
+    enabled: bool = False
+
+
+@dataclass(frozen=True)
+class RedundancyConfig:
+    """Drop candidates whose cosine to a better one exceeds ``threshold``."""
+
+    enabled: bool = True
+    threshold: float = 0.9
+
+
+@dataclass(frozen=True)
+class RelevanceConfig:
+    """ChunkRAG's LLM relevance filter over the best ``max_candidates`` candidates."""
+
+    enabled: bool = False
+    threshold: Literal["dynamic", "llm"] = "dynamic"
+    epsilon: float = 0.01
+    neutral_score: float = 0.5
+    weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0])
+    max_candidates: int = 20
+
+
+@dataclass(frozen=True)
+class RerankConfig:
+    """Rerank with the configured reranker; keep the best ``top_n`` (all when 0)."""
+
+    enabled: bool = False
+    top_n: int = 0
+
+
+@dataclass(frozen=True)
+class SegmentsConfig:
+    """Relevant segment extraction: a dsRAG preset, with any of its parameters overridden.
+
+    ``enabled`` makes answers use segments rather than chunks; ``KnowledgeBase.segments`` always runs it.
+    """
+
+    enabled: bool = False
+    preset: str = "balanced"
+    max_length: int | None = None
+    overall_max_length: int | None = None
+    minimum_value: float | None = None
+    irrelevant_chunk_penalty: float | None = None
+    decay_rate: float | None = None
+    top_k_for_document_selection: int | None = None
+    chunk_length_adjustment: bool | None = None
+
+    def overrides(self) -> dict[str, Any]:
+        """The RSE parameters set here (the preset supplies the rest)."""
+        return {
+            f.name: getattr(self, f.name)
+            for f in dataclasses.fields(self)
+            if f.name not in ("enabled", "preset") and getattr(self, f.name) is not None
+        }
+
+
+@dataclass(frozen=True)
+class AnswerConfig:
+    """Answer generation: ``llm`` (grounded generation) or ``extractive`` (cited source sentences)."""
+
+    mode: Literal["llm", "extractive"] = "extractive"
+    sources: int = 5
+    max_context_chars: int = 6000
+    max_sentences: int = 2
+    min_quote_chars: int = 10
+
+
+@dataclass(frozen=True)
+class PipelineConfig:
+    """Everything a knowledge base needs to ingest, search and answer."""
+
+    preset: str = "fast"
+    models: ModelsConfig = field(default_factory=ModelsConfig)
+    chunking: ChunkingConfig = field(default_factory=ChunkingConfig)
+    headers: HeadersConfig = field(default_factory=HeadersConfig)
+    retrieval: RetrievalConfig = field(default_factory=RetrievalConfig)
+    rewrite: RewriteConfig = field(default_factory=RewriteConfig)
+    redundancy: RedundancyConfig = field(default_factory=RedundancyConfig)
+    relevance: RelevanceConfig = field(default_factory=RelevanceConfig)
+    rerank: RerankConfig = field(default_factory=RerankConfig)
+    segments: SegmentsConfig = field(default_factory=SegmentsConfig)
+    answer: AnswerConfig = field(default_factory=AnswerConfig)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON-ready form."""
+        return dataclasses.asdict(self)
+
+    def ingest_fingerprint(self, embedder: str) -> str:
+        """A hash of what shapes stored chunks (chunker, headers, embedder): a change re-ingests."""
+        shape: dict[str, Any] = {
+            "chunking": dataclasses.asdict(self.chunking),
+            "headers": dataclasses.asdict(self.headers),
+        }
+        shape["embedder"] = embedder
+        return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
+
+
+#: Named presets, as TOML-shaped overrides of the defaults.
+PRESETS: dict[str, dict[str, Any]] = {
+    "fast": {},
+    "chunkrag": {
+        "chunking": {"name": "semantic", "params": {"max_size": 500}},
+        "headers": {"enabled": False},
+        "rewrite": {"enabled": True},
+        "relevance": {"enabled": True},
+        "rerank": {"enabled": True},
+        "answer": {"mode": "llm"},
+    },
+    "dsrag": {
+        "headers": {"summary": True, "llm": True},
+        "retrieval": {"candidates": 100},
+        "redundancy": {"enabled": False},
+        "segments": {"enabled": True},
+        "answer": {"mode": "llm"},
+    },
+}
+
+
+def _check_type(value: Any, hint: Any, key: str) -> Any:
+    origin = typing.get_origin(hint)
+    if isinstance(hint, types.UnionType) or origin is typing.Union:
+        if value is None and type(None) in typing.get_args(hint):
+            return None
+        options = [h for h in typing.get_args(hint) if h is not type(None)]
+        return _check_type(value, options[0], key)
+    if origin is Literal:
+        if value not in typing.get_args(hint):
+            raise ConfigError(f"{key}: {value!r} is not one of {list(typing.get_args(hint))}")
+        return value
+    if hint is float and isinstance(value, int) and not isinstance(value, bool):
+        return float(value)
+    expected = origin or hint
+    if expected is int and isinstance(value, bool):
+        raise ConfigError(f"{key}: expected int, got {value!r}")
+    if not isinstance(value, expected):
+        raise ConfigError(f"{key}: expected {getattr(expected, '__name__', expected)}, got {value!r}")
+    return value
+
+
+def _build(cls: type[Any], data: dict[str, Any], prefix: str, base: Any) -> Any:
+    if not isinstance(data, dict):
+        raise ConfigError(f"{prefix}: expected a table, got {data!r}")
+    hints = typing.get_type_hints(cls)
+    names = {f.name for f in dataclasses.fields(cls)}
+    values: dict[str, Any] = {}
+    for key, value in data.items():
+        path = f"{prefix}.{key}" if prefix else key
+        if key not in names:
+            raise ConfigError(f"unknown configuration key {path!r}")
+        hint = hints[key]
+        if hint is ModelsConfig:
+            if not isinstance(value, dict):
+                raise ConfigError(f"{path}: expected a table, got {value!r}")
+            values[key] = ModelsConfig.from_mapping(value, path)
+        elif dataclasses.is_dataclass(hint):
+            values[key] = _build(hint, value, path, getattr(base, key))  # type: ignore[arg-type]
+        else:
+            values[key] = _check_type(value, hint, path)
+    return dataclasses.replace(base, **values)
+
+
+def from_dict(data: dict[str, Any], preset: str | None = None) -> PipelineConfig:
+    """A configuration from a TOML-shaped mapping: the preset (argument, else ``data["preset"]``, else
+    ``fast``) with ``data`` applied over it."""
+    name = preset or data.get("preset") or "fast"
+    if name not in PRESETS:
+        raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
+    config = _build(PipelineConfig, PRESETS[name], "", PipelineConfig())
+    overrides = {k: v for k, v in data.items() if k != "preset"}
+    built: PipelineConfig = _build(PipelineConfig, overrides, "", dataclasses.replace(config, preset=name))
+    return dataclasses.replace(built, models=built.models.with_env())
+
+
+def load_config(path: str | Path | None = None, preset: str | None = None) -> PipelineConfig:
+    """Read a TOML file (or none) and apply it over the preset; :class:`ConfigError` names the problem."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
+        except (OSError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(f"{path}: {exc}") from None
+    return from_dict(data, preset)

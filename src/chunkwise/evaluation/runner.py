@@ -1,0 +1,283 @@
+"""Run pipeline configurations on a data set and score them: the engine under ``chunkwise eval``.
+
+For each configuration: index the data set's documents in a :class:`~chunkwise.kb.KnowledgeBase`
+(parse is already done: the corpus is verbatim text; the knowledge base chunks, adds headers, embeds
+and stores), ask every query (``search``, or ``segments`` when the configuration enables relevant
+segment extraction, whose segments are scored like chunks), and score the ranked items with the
+requested metrics. Time per stage comes from the knowledge base's ingest report (``index``: chunking,
+headers and storing; ``embed``: embedding the chunks) and query traces (one stage per retrieval stage);
+model calls, tokens and money from the model ledger every model of the run records into.
+
+Indexes are cached under ``workdir``: one store per (data set, chunking, headers, embedder), so
+configurations that differ only in retrieval settings reuse the same chunks and embeddings, and a
+second run re-embeds nothing. Documents a cached store holds beyond the data set (from an earlier,
+larger subsample) are removed before searching, so they never act as distractors by accident.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from chunkwise.config import PipelineConfig
+from chunkwise.evaluation.chunk_stats import chunk_stats
+from chunkwise.evaluation.costs import CostRecorder, StageCost
+from chunkwise.evaluation.datasets import Dataset
+from chunkwise.evaluation.items import QueryRun, Retrieved, Span
+from chunkwise.evaluation.metrics.precision_omega import omega_chunks
+from chunkwise.evaluation.metrics.registry import Metric, parse_metrics
+from chunkwise.evaluation.report import ConfigResult, EvaluationReport
+from chunkwise.evaluation.scoring import check_gold, score_config
+from chunkwise.kb import KnowledgeBase
+from chunkwise.models import get_embedder, new_ledger
+from chunkwise.models.accounting import CallRecord, Ledger
+from chunkwise.models.protocols import LLM, Embedder, Reranker, Vectors
+from chunkwise.retrieval.trace import Trace
+
+#: The stage of a model call recorded without one of its own, by (phase, role); else the role names it.
+UNLABELLED: dict[tuple[str, str], str] = {
+    ("index", "embedder"): "embed",
+    ("search", "embedder"): "dense",
+    ("search", "reranker"): "rerank",
+}
+
+#: How many items each query retrieves by default (the recall/precision-against-k curves reach this).
+DEFAULT_DEPTH = 20
+
+
+@dataclass(frozen=True, slots=True)
+class EvalProgress:
+    """Progress of an evaluation: configuration, phase (``"index"`` or ``"retrieve"``), items done/total."""
+
+    config: str
+    phase: str
+    done: int
+    total: int
+
+
+ProgressFn = Callable[[EvalProgress], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Models:
+    """Model instances to share across configurations; ``ledger`` is the ledger they record into.
+
+    Where ``embedder`` is ``None`` the runner builds it from the configuration's ``[models]`` section;
+    where ``llm`` or ``reranker`` is ``None`` the knowledge base builds it if a stage needs it. Either way
+    its calls reach the report; a model passed in counts only if it records into ``ledger``.
+    """
+
+    embedder: Embedder | None = None
+    llm: LLM | None = None
+    reranker: Reranker | None = None
+    ledger: Ledger | None = None
+
+
+def default_metrics(dataset: Dataset, k: int = 5) -> tuple[str, ...]:
+    """Span and document metrics at ``k`` for a span data set; document metrics only otherwise."""
+    documents = (f"doc_recall@{k}", f"doc_precision@{k}", f"mrr@{k}", f"ndcg@{k}")
+    if not dataset.has_spans:
+        return documents
+    spans = (
+        f"recall@{k}",
+        f"precision@{k}",
+        f"iou@{k}",
+        "precision_omega",
+        f"char_recall@{k}",
+        f"char_precision@{k}",
+    )
+    return spans + documents
+
+
+def evaluate(
+    dataset: Dataset,
+    configs: Sequence[tuple[str, PipelineConfig]],
+    *,
+    workdir: str | Path,
+    metrics: Sequence[str] | None = None,
+    k: int = 5,
+    depth: int = DEFAULT_DEPTH,
+    models: Models | None = None,
+    meta: dict[str, Any] | None = None,
+    on_progress: ProgressFn | None = None,
+) -> EvaluationReport:
+    """Run and score each ``(name, config)`` on ``dataset``; metrics default to :func:`default_metrics`."""
+    parsed = parse_metrics(metrics or default_metrics(dataset, k))
+    depth = max([depth, *(m.k for m in parsed if m.k is not None)])
+    check_gold(_gold_runs(dataset), parsed)
+    results = tuple(
+        run_config(
+            dataset,
+            name,
+            config,
+            parsed,
+            workdir=Path(workdir),
+            depth=depth,
+            models=models or Models(),
+            on_progress=on_progress,
+        )
+        for name, config in configs
+    )
+    return EvaluationReport(
+        dataset={
+            "name": dataset.name,
+            "path": dataset.path,
+            "documents": len(dataset.documents),
+            "queries": len(dataset.queries),
+            "characters": dataset.characters,
+        },
+        metrics=tuple(m.name for m in parsed),
+        configs=results,
+        meta={"depth": depth, **(meta or {})},
+    )
+
+
+def run_config(
+    dataset: Dataset,
+    name: str,
+    config: PipelineConfig,
+    metrics: Sequence[Metric],
+    *,
+    workdir: Path,
+    depth: int = DEFAULT_DEPTH,
+    models: Models | None = None,
+    on_progress: ProgressFn | None = None,
+) -> ConfigResult:
+    """Index, query and score one configuration (see the module docstring)."""
+    models = models or Models()
+    ledger = models.ledger or new_ledger(config.models)
+    ledger_start = len(ledger.records)
+    costs = CostRecorder()
+
+    def notify(phase: str, done: int, total: int) -> None:
+        if on_progress is not None:
+            on_progress(EvalProgress(name, phase, done, total))
+
+    embedder = QueryPrefetch(
+        models.embedder or get_embedder(config=config.models, ledger=ledger),
+        [q.query for q in dataset.queries],
+    )
+    with KnowledgeBase(
+        index_path(workdir, dataset, config, embedder),
+        config,
+        embedder=embedder,
+        llm=models.llm,
+        reranker=models.reranker,
+    ) as kb:
+        wanted = {doc.id for doc in dataset.documents}
+        for stale in (info.doc_id for info in kb.store.documents() if info.doc_id not in wanted):
+            kb.delete(stale)
+        ingest = kb.add_documents(
+            list(dataset.documents), on_progress=lambda e: notify("index", e.done, e.total)
+        )
+        # the knowledge base records the models it builds itself (an LLM, a reranker) in its own ledger
+        ledgers = (ledger, kb.ledger)
+        indexed = [len(book.records) for book in ledgers]
+        costs.add(StageCost("index", seconds=max(ingest.seconds - ingest.embed_seconds, 0.0)))
+        costs.add(StageCost("embed", seconds=ingest.embed_seconds))
+        chunks = {
+            doc.id: [Span(doc.id, s, e) for s, e in kb.store.chunk_spans(doc.id)] for doc in dataset.documents
+        }
+        runs = []
+        for done, query in enumerate(dataset.queries, start=1):
+            trace = Trace()
+            retrieved = _retrieve(kb, config, query.query, depth, trace)
+            runs.append(
+                QueryRun(query.qid, retrieved, query.spans, query.gold_docs, _oracle(query.spans, chunks))
+            )
+            for report in trace.stages:
+                costs.add(StageCost(report.stage, seconds=report.seconds))
+            notify("retrieve", done, len(dataset.queries))
+    for book, start, mark in zip(ledgers, (ledger_start, 0), indexed, strict=True):
+        for record in book.records[start:mark]:
+            costs.add(_model_cost(record, "index"))
+        for record in book.records[mark:]:
+            costs.add(_model_cost(record, "search"))
+    return score_config(
+        name,
+        config.to_dict(),
+        runs,
+        metrics,
+        costs=costs.stages(),
+        chunks=chunk_stats([c.end - c.start for spans in chunks.values() for c in spans]),
+    )
+
+
+class QueryPrefetch:
+    """An embedder that embeds the data set's queries in one batch on the first query it is asked for.
+
+    The knowledge base embeds one query per search; a single-text forward pass costs several times the
+    per-text share of a batch, so an evaluation of hundreds of queries spends most of its time there.
+    Any other text (document chunks, a rewritten query) goes to the wrapped embedder unchanged. The
+    batch's time falls in the first query's ``dense`` stage, so the report's total stays honest.
+    """
+
+    def __init__(self, inner: Embedder, queries: Sequence[str]) -> None:
+        self.inner = inner
+        self._queries = dict.fromkeys(queries)
+        self._vectors: dict[str, Any] | None = None
+
+    @property
+    def name(self) -> str:
+        """The wrapped embedder's name."""
+        return self.inner.name
+
+    @property
+    def dim(self) -> int:
+        """The wrapped embedder's dimension."""
+        return self.inner.dim
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        """Vectors for ``texts``; a single known query is served from the prefetched batch."""
+        if len(texts) != 1 or texts[0] not in self._queries:
+            return self.inner.embed(texts)
+        if self._vectors is None:
+            known = list(self._queries)
+            self._vectors = dict(zip(known, self.inner.embed(known), strict=True))
+        vector: Vectors = self._vectors[texts[0]][None, :]
+        return vector
+
+
+def index_path(workdir: Path, dataset: Dataset, config: PipelineConfig, embedder: Embedder) -> Path:
+    """The cached store for this data set and ingest shape (chunking, headers, embedder)."""
+    shape = {
+        "chunking": asdict(config.chunking),
+        "headers": asdict(config.headers),
+        "embedder": embedder.name,
+    }
+    key = hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode()).hexdigest()[:16]
+    return workdir / "indexes" / f"{dataset.name}-{key}"
+
+
+def _model_cost(record: CallRecord, phase: str) -> StageCost:
+    """One model call as a cost record of its stage (the time is in the stage timers already)."""
+    return StageCost(
+        record.stage or UNLABELLED.get((phase, record.role), record.role),
+        calls=0 if record.cached else 1,
+        input_tokens=record.input_tokens,
+        output_tokens=record.output_tokens,
+        cost_usd=record.cost,
+    )
+
+
+def _retrieve(
+    kb: KnowledgeBase, config: PipelineConfig, query: str, depth: int, trace: Trace
+) -> tuple[Retrieved, ...]:
+    if config.segments.enabled:
+        return tuple(Retrieved(s.doc_id, s.start, s.end, s.value) for s in kb.segments(query, trace)[:depth])
+    return tuple(Retrieved(h.doc_id, h.start, h.end, h.score) for h in kb.search(query, k=depth, trace=trace))
+
+
+def _oracle(gold: Sequence[Span], chunks: dict[str, list[Span]]) -> tuple[Span, ...]:
+    """The chunks of the gold documents that hold gold text (what precision-Ω scores)."""
+    candidates = [chunk for doc_id in dict.fromkeys(s.doc_id for s in gold) for chunk in chunks[doc_id]]
+    return tuple(omega_chunks(candidates, gold))
+
+
+def _gold_runs(dataset: Dataset) -> list[QueryRun]:
+    """Empty runs carrying each query's gold, to check metrics against the gold before any work."""
+    return [QueryRun(q.qid, (), q.spans, q.gold_docs) for q in dataset.queries]

@@ -1,0 +1,67 @@
+"""BM25 for large stores: a bm25s index over the chunks of one store generation, kept beside the database.
+
+SQLite FTS5 (in :mod:`.database`) is the lexical index of record: it is written in the same transaction
+as the chunks, so it is always consistent. But an FTS5 query scores every chunk that holds any query
+term, which grows with the store: ``bench/pipeline_latency.py`` measured it well above bm25s (a
+precomputed sparse score matrix) at 10k chunks and two orders of magnitude above at 100k. So at or above
+``bm25s_threshold`` chunks, searches go to a bm25s index built from the same header + text rows, saved
+next to the database with the generation it was built for (another process reuses it) and rebuilt
+after a write. Both are Okapi BM25; FTS5 applies the Porter stemmer, bm25s (without PyStemmer) does not.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from chunkwise.retrieval.terms import query_terms
+
+Keys = npt.NDArray[np.int64]
+
+
+class LexicalIndex:
+    """A bm25s index of one generation: row ``i`` of the index is chunk ``keys[i]``."""
+
+    def __init__(self, keys: Keys, retriever: Any, generation: int) -> None:
+        self.keys = keys
+        self.retriever = retriever
+        self.generation = generation
+
+    @classmethod
+    def open(cls, directory: Path, generation: int, rows: Any) -> LexicalIndex:
+        """The saved index of ``generation`` in ``directory``, or one built from ``rows()`` (an iterable of
+        ``(chunk key, text)``) and saved there."""
+        import bm25s
+
+        folder, stamp = directory / "bm25s", directory / "bm25s.json"
+        if stamp.is_file() and json.loads(stamp.read_text()).get("generation") == generation:
+            keys = np.load(folder / "keys.npy")
+            return cls(keys, bm25s.BM25.load(str(folder), show_progress=False), generation)
+        pairs = list(rows())
+        keys = np.array([key for key, _ in pairs], dtype=np.int64)
+        retriever = bm25s.BM25()
+        tokens = bm25s.tokenize([text for _, text in pairs], stopwords="en", show_progress=False)
+        retriever.index(tokens, show_progress=False)
+        tmp = directory / "bm25s.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        retriever.save(str(tmp), show_progress=False)
+        np.save(tmp / "keys.npy", keys)
+        shutil.rmtree(folder, ignore_errors=True)
+        os.replace(tmp, folder)
+        stamp.write_text(json.dumps({"generation": generation, "size": int(keys.size)}))
+        return cls(keys, retriever, generation)
+
+    def search(self, query: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` best chunk keys with a positive BM25 score, best first."""
+        terms = query_terms(query)
+        if not terms or not self.keys.size:
+            return []
+        found = self.retriever.retrieve([terms], k=min(k, int(self.keys.size)), show_progress=False)
+        rows, scores = found.documents[0], found.scores[0]
+        return [(int(self.keys[r]), float(s)) for r, s in zip(rows, scores, strict=True) if s > 0]

@@ -1,0 +1,118 @@
+"""A deterministic in-process LLM for the LLM-driven chunkers, and a small structured document.
+
+:class:`FakeLLM` implements the :class:`~chunkwise.models.protocols.LLM` protocol: ``structured`` and
+``chat`` answers come from queues (or a function of the conversation), ``logprobs`` from a score
+function of the continuation, so hypothesis can drive every branch of the checks and repairs. Tests that
+need a real model or a real HTTP server use the local SmolLM2 or the loopback server instead.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import deque
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from chunkwise.document import Document
+from chunkwise.errors import LLMResponseError
+from chunkwise.models.protocols import Message, TokenLogprobs
+from chunkwise.parsing.builder import DocumentBuilder
+
+_TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
+
+#: ``score(text, offset) -> log-probability of the marker at offset`` (text = prompt + continuation).
+ScoreFn = Callable[[str, int], float]
+
+
+def paragraph_score(text: str, offset: int) -> float:
+    """High right after a blank line, low elsewhere: a model that knows where paragraphs end."""
+    return -1.0 if text[max(0, offset - 2) : offset] == "\n\n" else -12.0
+
+
+class FakeLLM:
+    """Scripted answers: ``structured``/``chat`` pop their queues (a raised error if the item is one)."""
+
+    def __init__(
+        self,
+        structured: Sequence[Any] = (),
+        chat: Sequence[str] = (),
+        *,
+        structured_fn: Callable[[Sequence[Message]], Any] | None = None,
+        chat_fn: Callable[[Sequence[Message]], str] | None = None,
+        score: ScoreFn = paragraph_score,
+        token_pattern: str = _TOKENS.pattern,
+        head_logprob: float = -20.0,
+    ) -> None:
+        self._structured: deque[Any] = deque(structured)
+        self._chat: deque[str] = deque(chat)
+        self._structured_fn = structured_fn
+        self._chat_fn = chat_fn
+        self._score = score
+        self._token_re = re.compile(token_pattern)
+        self._head_logprob = head_logprob
+        self.calls: list[tuple[str, list[Message]]] = []
+
+    @property
+    def name(self) -> str:
+        return "fake"
+
+    def count_tokens(self, text: str) -> int:
+        return len([t for t in _TOKENS.findall(text) if not t.isspace()]) or (1 if text else 0)
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int = 512, stage: str = "") -> str:
+        self.calls.append(("chat", list(messages)))
+        if self._chat:
+            return self._chat.popleft()
+        return self._chat_fn(messages) if self._chat_fn else ""
+
+    def structured(
+        self, messages: Sequence[Message], schema: dict[str, Any], *, max_tokens: int = 1024, stage: str = ""
+    ) -> Any:
+        self.calls.append(("structured", list(messages)))
+        value = self._structured.popleft() if self._structured else None
+        if value is None and self._structured_fn is not None:
+            value = self._structured_fn(messages)
+        if isinstance(value, Exception):
+            raise value
+        if value is None:
+            raise LLMResponseError("fake", "no scripted answer")
+        return value
+
+    def logprobs(
+        self, prompt: str, continuation: str, candidates: Sequence[str] = (), *, stage: str = ""
+    ) -> TokenLogprobs:
+        """The first candidate (the marker) scores by :attr:`score`; any other by ``head_logprob``."""
+        self.calls.append(("logprobs", [Message("user", continuation)]))
+        full = prompt + continuation
+        tokens = list(self._token_re.finditer(continuation))
+        rows = [
+            {
+                c: self._score(full, len(prompt) + m.start()) if i == 0 else self._head_logprob
+                for i, c in enumerate(candidates)
+            }
+            for m in tokens
+        ]
+        return TokenLogprobs(
+            tokens=tuple(m.group() for m in tokens),
+            offsets=tuple(m.start() for m in tokens),
+            logprobs=tuple(-2.0 for _ in tokens),
+            candidates=tuple(rows),
+        )
+
+
+def sample_doc() -> Document:
+    """Three heading levels, paragraphs, a numbered procedure, a table and a code block."""
+    b = DocumentBuilder()
+    b.heading("Baggage Allowance", 1)  # u1
+    b.paragraph("CloudWay 24 lets every passenger bring luggage within the limits below.")  # u2
+    b.heading("Cabin Baggage", 2)  # u3
+    b.paragraph("One cabin bag and one personal item are allowed on every fare.")  # u4
+    b.heading("Size Limits", 3)  # u5
+    b.table([["Class", "Weight"], ["Economy", "7 kg"], ["Business", "10 kg"]])  # u6
+    b.heading("Checked Baggage", 2)  # u7
+    b.list_item("Go to the baggage drop counter.", number=1)  # u8
+    b.list_item("Show your boarding pass.", number=2)  # u9
+    b.list_item("Tag and hand over the bag.", number=3)  # u10
+    b.paragraph("Overweight bags cost extra at the counter, paid by card only.")  # u11
+    b.code("fee = 25 * kilograms_over\nprint(fee)", "python")  # u12
+    return b.build("baggage.md", source="baggage.md", fmt="markdown")

@@ -1,0 +1,72 @@
+"""``chunkwise eval`` through the command line (subprocesses, the bundled local embedder)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from chunkwise.evaluation import verify
+
+pytestmark = pytest.mark.slow
+
+
+def chunkwise(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, XDG_CACHE_HOME=str(cache), COLUMNS="200")
+    return subprocess.run(
+        [sys.executable, "-m", "chunkwise", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+
+
+def test_eval_two_configurations_writes_json_and_html(data_dir: Path, tmp_path: Path) -> None:
+    small = tmp_path / "small.toml"
+    small.write_text('[chunking]\nname = "recursive"\nparams = { max_size = 300 }\n', encoding="utf-8")
+    large = tmp_path / "large.toml"
+    large.write_text('[chunking]\nname = "fixed"\nparams = { max_size = 900 }\n', encoding="utf-8")
+    out, page = tmp_path / "r.json", tmp_path / "r.html"
+    done = chunkwise(
+        "eval", "--data", str(data_dir / "eval" / "rmc_mini"), "--config", str(small), "--config", str(large),
+        "--limit", "5", "--seed", "3", "-k", "3", "--json", str(out), "--html", str(page),
+        cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert [c["name"] for c in data["configs"]] == ["small", "large"]
+    assert data["metrics"] == ["doc_recall@3", "doc_precision@3", "mrr@3", "ndcg@3"]
+    assert data["meta"]["limit"] == 5
+    assert all(len(c["queries"]) == 5 for c in data["configs"])
+    assert verify(data) == []
+    assert "small" in done.stdout
+    assert "doc_recall@3" in done.stdout
+    html = page.read_text(encoding="utf-8")
+    assert html.count("<svg") == 4
+    # the index cache went under $XDG_CACHE_HOME
+    assert len(list((tmp_path / "cache" / "chunkwise" / "eval" / "indexes").iterdir())) == 2
+
+
+def test_eval_reports_bad_input_on_one_line(data_dir: Path, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[retrieval]\nwieght = 0.3\n", encoding="utf-8")
+    done = chunkwise(
+        "eval", "--data", str(data_dir / "eval" / "rmc_mini"), "--config", str(bad), "--json",
+        str(tmp_path / "r.json"), cache=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ")
+    assert "wieght" in done.stderr
+    done = chunkwise(
+        "eval", "--data", str(data_dir / "eval" / "rmc_mini"), "--metric", "iou@5", "--json",
+        str(tmp_path / "r.json"), cache=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert "span gold" in done.stderr
+    assert not (tmp_path / "r.json").exists()

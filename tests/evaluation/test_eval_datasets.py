@@ -1,0 +1,144 @@
+"""Loading, validating and subsampling evaluation data sets."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+
+from chunkwise.errors import DatasetError
+from chunkwise.evaluation.datasets import load_dataset, subsample
+
+SHARED = Path("/work/shared/data")
+
+
+def write(folder: Path, docs: list[dict[str, object]], queries: list[object]) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in docs), encoding="utf-8")
+    (folder / "queries.jsonl").write_text(
+        "".join((q if isinstance(q, str) else json.dumps(q)) + "\n" for q in queries), encoding="utf-8"
+    )
+    return folder
+
+
+DOCS = [{"doc_id": "a", "text": "Alpha beta gamma."}, {"doc_id": "b", "text": "Delta é epsilon."}]
+
+
+def test_span_dataset_loads_verbatim_with_valid_spans(data_dir: Path) -> None:
+    dataset = load_dataset(data_dir / "eval" / "xquad_mini")
+    assert dataset.name == "xquad_mini"
+    assert dataset.has_spans
+    texts = {doc.id: doc.text for doc in dataset.documents}
+    for query in dataset.queries:
+        assert query.spans
+        assert query.gold_docs == tuple(dict.fromkeys(span.doc_id for span in query.spans))
+        for span in query.spans:
+            assert texts[span.doc_id][span.start : span.end] == span.text
+        assert "paragraph_span" in query.metadata
+        assert query.answer
+
+
+def test_document_gold_dataset(data_dir: Path) -> None:
+    dataset = load_dataset(data_dir / "eval" / "rmc_mini")
+    assert not dataset.has_spans
+    assert all(q.gold_docs and not q.spans for q in dataset.queries)
+    assert {"type", "org", "facts"} <= dataset.queries[0].metadata.keys()
+
+
+def test_offsets_are_code_points(tmp_path: Path) -> None:
+    # "é" is one code point (two UTF-8 bytes): "epsilon" starts at 8.
+    folder = write(
+        tmp_path / "d",
+        DOCS,
+        [{"qid": "q", "query": "?", "spans": [{"doc_id": "b", "start": 8, "end": 15, "text": "epsilon"}]}],
+    )
+    assert load_dataset(folder).queries[0].spans[0].text == "epsilon"
+
+
+@pytest.mark.parametrize(
+    ("query", "reason"),
+    [
+        (
+            {"qid": "q", "query": "?", "spans": [{"doc_id": "a", "start": 0, "end": 5, "text": "Alphx"}]},
+            "does not match",
+        ),
+        ({"qid": "q", "query": "?", "spans": [{"doc_id": "a", "start": 0, "end": 99}]}, "out of range"),
+        ({"qid": "q", "query": "?", "spans": [{"doc_id": "a", "start": 3, "end": 3}]}, "out of range"),
+        ({"qid": "q", "query": "?", "spans": [{"doc_id": "z", "start": 0, "end": 1}]}, "not in the corpus"),
+        ({"qid": "q", "query": "?", "spans": [], "gold_docs": ["z"]}, "not in the corpus"),
+        ({"qid": "q", "query": "?", "spans": []}, "neither spans nor gold_docs"),
+        ({"qid": "q", "query": "?", "spans": [], "gold_docs": "a"}, "gold_docs"),
+        ({"qid": "q", "spans": []}, "'query'"),
+        ({"qid": 7, "query": "?", "spans": []}, "'qid'"),
+        ({"qid": "q", "query": "?", "spans": [{"doc_id": "a", "start": "0", "end": 1}]}, "'start'"),
+        ('{"qid": "q", "query": ', "invalid JSON"),
+        ("[1, 2]", "JSON object"),
+    ],
+)
+def test_bad_query_lines_name_the_file_and_line(tmp_path: Path, query: object, reason: str) -> None:
+    good = {"qid": "ok", "query": "fine", "spans": [{"doc_id": "a", "start": 0, "end": 5, "text": "Alpha"}]}
+    folder = write(tmp_path / "d", DOCS, [good, query])
+    with pytest.raises(DatasetError) as err:
+        load_dataset(folder)
+    assert err.value.source == f"{(folder / 'queries.jsonl').as_posix()}:2"
+    assert reason in err.value.reason
+
+
+def test_duplicates_and_missing_files_are_reported(tmp_path: Path) -> None:
+    q = {"qid": "q", "query": "?", "spans": [], "gold_docs": ["a"]}
+    with pytest.raises(DatasetError, match="duplicate qid"):
+        load_dataset(write(tmp_path / "dq", DOCS, [q, q]))
+    with pytest.raises(DatasetError, match="duplicate doc_id"):
+        load_dataset(write(tmp_path / "dd", [*DOCS, DOCS[0]], [q]))
+    with pytest.raises(DatasetError, match="cannot read"):
+        load_dataset(tmp_path / "missing")
+    with pytest.raises(DatasetError, match="no queries"):
+        load_dataset(write(tmp_path / "empty", DOCS, []))
+
+
+def test_subsample_is_deterministic_and_keeps_the_needed_documents(data_dir: Path) -> None:
+    full = load_dataset(data_dir / "eval" / "rmc_mini")
+    first = load_dataset(data_dir / "eval" / "rmc_mini", limit=3, seed=7)
+    again = subsample(full, 3, seed=7)
+    assert [q.qid for q in first.queries] == [q.qid for q in again.queries]
+    assert len(first.queries) == 3
+    # queries keep file order; documents are exactly the gold ones, in corpus order.
+    order = [q.qid for q in full.queries]
+    assert [order.index(q.qid) for q in first.queries] == sorted(order.index(q.qid) for q in first.queries)
+    needed = {d for q in first.queries for d in q.gold_docs}
+    assert {doc.id for doc in first.documents} == needed
+    seeds = {tuple(q.qid for q in subsample(full, 3, seed=seed).queries) for seed in range(10)}
+    assert len(seeds) > 1
+
+
+def test_distractors_add_other_documents(data_dir: Path) -> None:
+    full = load_dataset(data_dir / "eval" / "xquad_mini")
+    base = subsample(full, 2, seed=0)
+    wider = subsample(full, 2, seed=0, distractors=1)
+    assert [q.qid for q in base.queries] == [q.qid for q in wider.queries]
+    assert len(wider.documents) == min(len(base.documents) + 1, len(full.documents))
+    assert {d.id for d in base.documents} <= {d.id for d in wider.documents}
+    assert subsample(full, 100, distractors=100).documents == full.documents
+    with pytest.raises(DatasetError):
+        subsample(full, -1)
+
+
+@pytest.mark.skipif(not SHARED.is_dir(), reason="the shared evaluation data is not on this machine")
+@pytest.mark.parametrize(
+    "name", ["chroma", "anthropic_code", "xquad_en", "qmsum_train", "qmsum_val", "rmc_dev"]
+)
+def test_every_shared_dataset_loads(name: str) -> None:
+    dataset = load_dataset(SHARED / name)
+    assert dataset.queries
+    assert dataset.has_spans == (name != "rmc_dev")
+
+
+def test_subsample_golden_and_stable_when_queries_are_added(data_dir: Path) -> None:
+    full = load_dataset(data_dir / "eval" / "rmc_mini")
+    # ranked by sha256("0:<qid>"): fixed for every platform and Python version
+    assert [q.qid for q in subsample(full, 3, seed=0).queries] == ["rmc-1088", "rmc-1220", "rmc-1241"]
+    fewer = replace(full, queries=full.queries[1:])
+    kept = {q.qid for q in subsample(full, 5, seed=0).queries} - {full.queries[0].qid}
+    assert kept <= {q.qid for q in subsample(fewer, 5, seed=0).queries}

@@ -1,0 +1,146 @@
+"""The evaluation runner end to end: real chunkers, the knowledge base, the bundled MiniLM embedder."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from chunkwise.chunking import get_chunker
+from chunkwise.config import from_dict
+from chunkwise.errors import ConfigError
+from chunkwise.evaluation import load_dataset, verify
+from chunkwise.evaluation.html_report import render_html
+from chunkwise.evaluation.runner import EvalProgress, Models, evaluate
+from chunkwise.models.accounting import Ledger
+from chunkwise.models.managed import ManagedEmbedder
+
+pytestmark = pytest.mark.slow
+
+
+class CountingEmbedder:
+    """Delegates to the real embedder and counts the texts it embeds."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.texts = 0
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+
+def config(chunker: str, size: int, **sections: Any) -> Any:
+    return from_dict({"chunking": {"name": chunker, "params": {"max_size": size}}, **sections})
+
+
+def test_span_dataset_two_configurations(data_dir: Path, tmp_path: Path, embedder: Any) -> None:
+    dataset = load_dataset(data_dir / "eval" / "xquad_mini")
+    events: list[EvalProgress] = []
+    report = evaluate(
+        dataset,
+        [("recursive-400", config("recursive", 400)), ("fixed-200", config("fixed", 200))],
+        workdir=tmp_path,
+        models=Models(embedder=embedder),
+        meta={"limit": None},
+        on_progress=events.append,
+    )
+    data = report.to_dict()
+    assert verify(data) == []
+    assert report.metrics[:4] == ("recall@5", "precision@5", "iou@5", "precision_omega")
+    for result in report.configs:
+        assert len(result.queries) == len(dataset.queries)
+        assert all(len(q.retrieved) <= 20 for q in result.queries)
+        # every retrieved item is a real slice of a corpus document
+        texts = {d.id: d.text for d in dataset.documents}
+        assert all(0 <= r.start < r.end <= len(texts[r.doc_id]) for q in result.queries for r in q.retrieved)
+        # the oracle chunks hold every gold span's text: the recursive and fixed chunkers lose no text
+        assert all(q.oracle for q in result.queries)
+        assert {c.stage for c in result.costs} >= {"index", "embed", "bm25", "dense"}
+        assert result.chunks is not None
+        assert result.chunks.count > 0
+        # retrieval on three short articles finds the right document almost always
+        assert result.metrics["doc_recall@5"] > 0.8
+    assert result.chunks.lengths[-1] <= 200
+    assert {e.phase for e in events} == {"index", "retrieve"}
+    assert events[-1] == EvalProgress("fixed-200", "retrieve", len(dataset.queries), len(dataset.queries))
+    assert "recursive-400" in render_html(report, resamples=100)
+
+
+def test_retrieval_settings_reuse_the_index(data_dir: Path, tmp_path: Path, embedder: Any) -> None:
+    dataset = load_dataset(data_dir / "eval" / "rmc_mini")
+    counting = CountingEmbedder(embedder)
+    first = evaluate(
+        dataset, [("hybrid", config("recursive", 600))], workdir=tmp_path, models=Models(embedder=counting)
+    )
+    indexed = first.configs[0].chunks
+    assert indexed is not None
+    assert counting.texts == indexed.count + len(dataset.queries)
+    counting.texts = 0
+    second = evaluate(
+        dataset,
+        [("rrf", config("recursive", 600, retrieval={"fusion": "rrf"}))],
+        workdir=tmp_path,
+        models=Models(embedder=counting),
+    )
+    # only the queries were embedded: the chunks came from the cached index
+    assert counting.texts == len(dataset.queries)
+    assert second.metrics == ("doc_recall@5", "doc_precision@5", "mrr@5", "ndcg@5")
+    assert verify(second.to_dict()) == []
+    assert len(list((tmp_path / "indexes").iterdir())) == 1
+
+
+def test_segments_are_evaluated_as_spans(data_dir: Path, tmp_path: Path, embedder: Any) -> None:
+    dataset = load_dataset(data_dir / "eval" / "xquad_mini", limit=6, seed=1)
+    report = evaluate(
+        dataset,
+        [("rse", config("recursive", 300, segments={"enabled": True}))],
+        workdir=tmp_path,
+        metrics=["recall@3", "iou@3", "mrr@3"],
+        models=Models(embedder=embedder),
+    )
+    assert verify(report.to_dict()) == []
+    # each retrieved item is a segment: it starts where a chunk starts and ends where a chunk ends
+    chunker = get_chunker("recursive", max_size=300)
+    starts, ends = set(), set()
+    for doc in dataset.documents:
+        for chunk in chunker.chunk(doc):
+            starts.add((doc.id, chunk.start))
+            ends.add((doc.id, chunk.end))
+    items = [r for q in report.configs[0].queries for r in q.retrieved]
+    assert items
+    assert all((r.doc_id, r.start) in starts and (r.doc_id, r.end) in ends for r in items)
+
+
+def test_span_metrics_on_document_gold_fail_before_any_work(data_dir: Path, tmp_path: Path) -> None:
+    dataset = load_dataset(data_dir / "eval" / "rmc_mini")
+    with pytest.raises(ConfigError, match="span gold"):
+        evaluate(dataset, [("x", config("recursive", 600))], workdir=tmp_path, metrics=["iou@5"])
+    assert not (tmp_path / "indexes").exists()
+
+
+def test_model_calls_are_accounted_per_stage(data_dir: Path, tmp_path: Path, embedder: Any) -> None:
+    dataset = load_dataset(data_dir / "eval" / "rmc_mini", limit=4, seed=0)
+    ledger = Ledger()
+    report = evaluate(
+        dataset,
+        [("managed", config("recursive", 600))],
+        workdir=tmp_path,
+        models=Models(embedder=ManagedEmbedder(embedder, ledger), ledger=ledger),
+    )
+    costs = {c.stage: c for c in report.configs[0].costs}
+    # chunks embedded while indexing; the four queries in one prefetched batch while retrieving
+    assert costs["embed"].calls >= 1
+    assert costs["embed"].input_tokens > 0
+    assert costs["dense"].calls == 1
+    assert sum(c.calls for c in report.configs[0].costs) == len(ledger.records)

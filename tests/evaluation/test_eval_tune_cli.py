@@ -1,0 +1,68 @@
+"""``chunkwise tune`` and ``--dry-run`` through the command line (subprocesses, real files)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from test_eval_cli import chunkwise
+
+from chunkwise.evaluation.tuning import verify_tuning
+
+BM25_ONLY = "[headers]\nenabled = false\n[retrieval]\ndense = false\n[redundancy]\nenabled = false\n"
+
+
+@pytest.mark.slow
+def test_tune_end_to_end(data_dir: Path, tmp_path: Path) -> None:
+    base = tmp_path / "bm25.toml"
+    base.write_text('[chunking]\nparams = { unit = "chars" }\n' + BM25_ONLY, encoding="utf-8")
+    out = tmp_path / "tune.json"
+    done = chunkwise(
+        "tune", "--data", str(data_dir / "eval" / "xquad_mini"), "--chunker", "fixed",
+        "--grid", "size=100,400,1600;overlap=0,0.25", "--metric", "iou@5", "--search", "random",
+        "--trials", "3", "--seed", "2", "--holdout", "0.3", "--config", str(base), "--json", str(out),
+        cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert verify_tuning(data) == []
+    assert len(data["points"]) == 3
+    best = max(data["points"], key=lambda p: p["tuning"])
+    assert data["best"]["tuning"] == best["tuning"]
+    assert data["tuning_report"]["configs"][0]["config"]["chunking"]["name"] == "fixed"
+    assert "(chosen)" in done.stdout
+    assert f"{data['best']['held_out']:.4f}" in done.stdout
+    assert "held-back iou@5" in done.stdout
+
+
+def test_tune_unknown_grid_key_is_one_line(data_dir: Path, tmp_path: Path) -> None:
+    done = chunkwise(
+        "tune", "--data", str(data_dir / "eval" / "xquad_mini"), "--chunker", "fixed",
+        "--grid", "sise=100,200", "--json", str(tmp_path / "t.json"), cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ")
+    assert "'sise'" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_dry_runs_print_estimates_and_spend_nothing(data_dir: Path, tmp_path: Path) -> None:
+    preset = tmp_path / "chunkrag.toml"
+    preset.write_text('preset = "chunkrag"\n', encoding="utf-8")
+    evaluated = chunkwise(
+        "eval", "--data", str(data_dir / "eval" / "rmc_mini"), "--config", str(preset),
+        "--json", str(tmp_path / "e.json"), "--dry-run", cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert evaluated.returncode == 0, evaluated.stderr
+    for stage in ("rewrite", "relevance", "chunking.embed", "embed", "total llm", "total embedder"):
+        assert stage in evaluated.stdout
+    tuned = chunkwise(
+        "tune", "--data", str(data_dir / "eval" / "xquad_mini"),
+        "--grid", "size=200,400;retrieval.weight=0,1", "--dry-run", cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert tuned.returncode == 0, tuned.stderr
+    assert "4 points" in tuned.stdout
+    assert "total llm" in tuned.stdout
+    assert not (tmp_path / "e.json").exists()
+    assert not (tmp_path / "cache" / "chunkwise" / "eval").exists()

@@ -1,0 +1,1 @@
+"""Test helpers shared across test modules (the loopback OpenAI-compatible server)."""

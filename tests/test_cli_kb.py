@@ -1,0 +1,120 @@
+"""ingest -> search -> ask through the command line (subprocesses), on the local defaults, and the
+ChunkRAG preset with its LLM stages served by the loopback OpenAI-compatible server."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from support.openai_server import OpenAIServer
+
+QUESTION = "How heavy may a checked bag be in CloudSaver economy?"
+
+
+def chunkwise(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "chunkwise", *args], capture_output=True, text=True, check=check, timeout=600
+    )
+
+
+@pytest.fixture(scope="module")
+def kb_dir(tmp_path_factory, data_dir):
+    kb = tmp_path_factory.mktemp("cli") / "kb"
+    files = sorted(str(p) for p in (data_dir / "formats").glob("*.md"))
+    done = chunkwise("ingest", *files, "--kb", str(kb), "--json")
+    report = json.loads(done.stdout)
+    assert len(report["added"]) == 4
+    assert report["failed"] == []
+    assert report["counts"]["chunks"] == report["chunks"]
+    return kb
+
+
+def test_ingest_again_skips_and_reports_bad_files(kb_dir, data_dir, tmp_path):
+    broken = tmp_path / "broken.pdf"
+    broken.write_bytes(b"%PDF-1.7 not really")
+    done = chunkwise(
+        "ingest", str(data_dir / "formats"), str(broken), "--kb", str(kb_dir), "--json", check=False
+    )
+    report = json.loads(done.stdout)
+    assert done.returncode == 2
+    assert f"error: {broken}" in done.stderr
+    assert len(report["skipped"]) == 4  # the Markdown files are unchanged
+    assert len(report["added"]) == 16  # the other four formats of the same documents
+
+
+def test_search_json_has_hits_trace_and_totals(kb_dir):
+    body = json.loads(chunkwise("search", QUESTION, "--kb", str(kb_dir), "-k", "3", "--json").stdout)
+    assert len(body["hits"]) == 3
+    assert "Baggage Allowance" in body["hits"][0]["doc_id"]
+    assert [s["stage"] for s in body["trace"]] == ["bm25", "dense", "fusion", "redundancy"]
+    assert body["totals"]["calls"] == 0  # no LLM stage in the fast preset
+
+
+def test_ask_extractive_with_citations(kb_dir):
+    body = json.loads(chunkwise("ask", QUESTION, "--kb", str(kb_dir), "--json").stdout)
+    assert body["found"]
+    assert body["grounding"]["grounded"]
+    assert body["citations"]
+    assert body["trace"][-1]["stage"] == "answer"
+
+
+def test_missing_kb_is_a_clean_error(tmp_path):
+    done = chunkwise("search", "x", "--kb", str(tmp_path / "none"), check=False)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ")
+    assert "run chunkwise ingest first" in done.stderr
+
+
+def _script(payload):
+    prompt = payload["messages"][-1]["content"]
+    if prompt.startswith("You are an AI assistant that improves user queries"):
+        return "CloudSaver economy checked baggage weight limit"
+    if "[S1]" in prompt:
+        first = prompt.split("[S1]\n", 1)[1].split("\n")[0][:50]
+        return json.dumps({"answer": "See the policy.", "citations": [{"source": "S1", "quote": first}]})
+    if "Relevance Score" in prompt:
+        chunk = prompt.split("Chunk:", 1)[1].split("User Query:", 1)[0]
+        return "0.9" if re.search(r"(?i)baggage", chunk) else "0.1"
+    return "0.5"
+
+
+def test_chunkrag_preset_through_the_cli(kb_dir, tmp_path):
+    with OpenAIServer(answer=_script) as server:
+        config = tmp_path / "chunkrag.toml"
+        config.write_text(
+            f'preset = "chunkrag"\n[models]\nllm = "openai:test-model"\nreranker = "rerank:test-model"\n'
+            f'base_url = "{server.base_url}"\nrerank_url = "{server.url}"\n[relevance]\nmax_candidates = 8\n',
+            encoding="utf-8",
+        )
+        body = json.loads(
+            chunkwise("ask", QUESTION, "--kb", str(kb_dir), "--config", str(config), "--json").stdout
+        )
+    stages = [s["stage"] for s in body["trace"]]
+    assert stages == ["rewrite", "bm25", "dense", "fusion", "redundancy", "relevance", "rerank", "answer"]
+    rewrite = body["trace"][0]["notes"]
+    assert rewrite["rewritten"] == "CloudSaver economy checked baggage weight limit"
+    relevance = body["trace"][5]
+    assert relevance["calls"] == 8 * 3
+    assert body["grounding"]["grounded"]
+    assert body["answer"] == "See the policy."
+    assert body["accounting"]["total"]["calls"] >= 1 + 8 * 3 + 1
+    assert body["accounting"]["total"]["input_tokens"] > 0
+
+
+def test_text_output_in_process(kb_dir):
+    from typer.testing import CliRunner
+
+    from chunkwise.cli.main import app
+
+    runner = CliRunner()
+    table = runner.invoke(app, ["search", QUESTION, "--kb", str(kb_dir), "-k", "2"])
+    assert table.exit_code == 0
+    assert "redundancy" in table.stdout
+    assert "Baggage Allowance.md" in table.stdout
+    answer = runner.invoke(app, ["ask", "zebra quantum chromodynamics", "--kb", str(kb_dir)])
+    assert answer.exit_code == 0
+    assert answer.stdout.startswith("not found in the documents")

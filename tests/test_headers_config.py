@@ -1,0 +1,94 @@
+"""Contextual chunk headers and the TOML pipeline configuration."""
+
+from __future__ import annotations
+
+import pytest
+
+from chunkwise.chunking.chunk import make_chunk
+from chunkwise.config import PRESETS, load_config
+from chunkwise.document import Document
+from chunkwise.errors import ConfigError
+from chunkwise.retrieval.headers import ContextualHeaders, extractive_summary, fallback_title, format_header
+from kb_docs import doc_from_markdown_lines
+from scripted_llm import ScriptedLLM
+
+DOC = doc_from_markdown_lines(
+    "policy.md",
+    "# Pet Policy\nSmall pets may travel in the cabin. They must stay in a carrier.\n"
+    "## Fees\nA fee of 50 EUR applies.",
+)
+
+
+def test_header_parts_and_switches():
+    chunk = make_chunk(DOC, DOC.text.index("A fee"), len(DOC.text))
+    headers = ContextualHeaders(summary_chars=70)  # two sentences fit, the third does not
+    context = headers.document_context(DOC)
+    assert context.title == "Pet Policy"
+    assert context.summary == "Small pets may travel in the cabin. They must stay in a carrier."
+    header = headers.header(chunk, context)
+    assert header.splitlines() == [
+        "Document: Pet Policy",
+        "Summary: Small pets may travel in the cabin. They must stay in a carrier.",
+        "Section: Pet Policy > Fees",
+    ]
+    quiet = ContextualHeaders(summary=False, section=False)
+    assert quiet.header(chunk, quiet.document_context(DOC)) == "Document: Pet Policy"
+    assert format_header("", "", ()) == ""
+
+
+def test_title_and_summary_fallbacks():
+    plain = Document(
+        "notes/trip.txt", "First sentence here. Second one follows. Third.", source="notes/trip.txt"
+    )
+    assert fallback_title(plain) == "trip"
+    assert extractive_summary(plain, max_chars=30) == "First sentence here."
+    assert fallback_title(DOC) == "Pet Policy"
+
+
+def test_llm_writes_missing_title_and_the_summary():
+    untitled = Document("a.txt", "Lounges open two hours before departure.")
+    llm = ScriptedLLM(
+        lambda p: '"Lounge Hours"' if p.startswith("What is the title") else "About lounges.\nmore"
+    )
+    context = ContextualHeaders(llm).document_context(untitled)
+    assert (context.title, context.summary) == ("Lounge Hours", "About lounges.")
+    assert len(llm.prompts) == 2
+    titled = ContextualHeaders(llm, summary=False).document_context(DOC)
+    assert titled.title == "Pet Policy"
+    assert len(llm.prompts) == 2  # a parsed title is never replaced, and no summary was asked for
+
+
+def test_load_config_from_toml(tmp_path):
+    path = tmp_path / "kb.toml"
+    path.write_text(
+        'preset = "dsrag"\n[retrieval]\nfusion = "rrf"\n[segments]\npreset = "precision"\nmax_length = 4\n'
+        '[models]\nembedder = "local:int8"\n',
+        encoding="utf-8",
+    )
+    config = load_config(path)
+    assert config.preset == "dsrag"
+    assert config.retrieval.fusion == "rrf"
+    assert config.segments.enabled
+    assert config.segments.overrides() == {"max_length": 4}
+    assert config.models.embedder == "local:int8"
+    assert load_config(path, preset="fast").segments.enabled is False  # the argument wins over the file
+    assert set(PRESETS) == {"fast", "chunkrag", "dsrag"}
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("[retrieval]\nwieght = 0.3\n", "unknown configuration key 'retrieval.wieght'"),
+        ("[answr]\nmode = 'llm'\n", "unknown configuration key 'answr'"),
+        ("[retrieval]\nweight = 'half'\n", "retrieval.weight: expected float"),
+        ("[relevance]\nthreshold = 'max'\n", "relevance.threshold: 'max' is not one of"),
+        ("[models]\nllm = 3\nfoo = 1\n", "unknown model settings"),
+        ("preset = 'turbo'\n", "unknown preset 'turbo'"),
+        ("[retrieval\n", "kb.toml"),
+    ],
+)
+def test_bad_config_names_the_key(tmp_path, text, message):
+    path = tmp_path / "kb.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)

@@ -1,0 +1,197 @@
+"""The knowledge base end to end on the bundled embedder: ingest, skip, replace, delete, search with each
+stage switched on and off, segments, and answers in both modes."""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+
+import numpy as np
+import pytest
+
+from chunkwise.config import from_dict
+from chunkwise.kb import KnowledgeBase
+from chunkwise.retrieval.answer import NOT_FOUND
+from chunkwise.retrieval.trace import Trace
+from kb_docs import doc_from_markdown_lines, format_docs
+from scripted_llm import ScriptedLLM
+
+QUESTION = "What is the maximum weight of a checked bag in CloudSaver economy?"
+
+
+class OverlapReranker:
+    """A reranker scoring shared words (the tests need a deterministic one)."""
+
+    name = "overlap"
+
+    def score(self, query, texts):
+        words = set(re.findall(r"\w+", query.lower()))
+        return np.array([len(words & set(re.findall(r"\w+", t.lower()))) for t in texts], dtype=np.float32)
+
+
+def relevance_reply(prompt: str) -> str:
+    return "0.9" if "baggage" in prompt.lower() else "0.1"
+
+
+@pytest.fixture(scope="module")
+def docs(data_dir):
+    return format_docs(data_dir)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, embedder, docs):
+    path = tmp_path_factory.mktemp("kb")
+    with KnowledgeBase(path, embedder=embedder) as kb:
+        report = kb.add_documents(docs)
+    return path, report
+
+
+def open_kb(path, embedder, llm=None, **sections):
+    return KnowledgeBase(path, from_dict(sections), embedder=embedder, llm=llm, reranker=OverlapReranker())
+
+
+def test_ingest_report_and_store(built, docs):
+    _, report = built
+    assert sorted(report.added) == sorted(d.id for d in docs)
+    assert report.failed == []
+    assert report.chunks > len(docs)
+    assert report.embed_seconds > 0
+
+
+def test_search_hits_are_exact_spans_with_headers_apart(built, embedder, docs):
+    path, _ = built
+    texts = {d.id: d.text for d in docs}
+    with open_kb(path, embedder) as kb:
+        hits = kb.search(QUESTION, k=5)
+    assert hits[0].doc_id == "Baggage Allowance.md"
+    for hit in hits:
+        assert texts[hit.doc_id][hit.start : hit.end] == hit.text
+        assert hit.header.startswith("Document: ")
+        assert not hit.text.startswith("Document: ")
+    assert hits[0].trace.names() == ["bm25", "dense", "fusion", "redundancy"]
+    assert "Section: CloudWay 24 Baggage Allowance Policy" in hits[0].header
+
+
+def test_unchanged_skipped_changed_replaced_deleted(tmp_path, embedder, docs):
+    with KnowledgeBase(tmp_path / "kb", embedder=embedder) as kb:
+        kb.add_documents(docs[:2])
+        again = kb.add_documents(docs[:2])
+        assert sorted(again.skipped) == sorted(d.id for d in docs[:2])
+        assert again.added == again.replaced == []
+        changed = doc_from_markdown_lines(docs[0].id, "# New\nEntirely new text about zebras.")
+        events = []
+        report = kb.add_documents([changed], on_progress=events.append)
+        assert report.replaced == [docs[0].id]
+        assert [(e.status, e.done, e.total) for e in events] == [("replaced", 1, 1)]
+        assert kb.search("zebras", k=1)[0].doc_id == docs[0].id
+        assert kb.store.check() == []
+        assert kb.delete(docs[0].id)
+        assert {h.doc_id for h in kb.search("zebras", k=5)} == {docs[1].id}
+    resized = from_dict({"chunking": {"params": {"max_size": 300}}})
+    with KnowledgeBase(tmp_path / "kb", resized, embedder=embedder) as kb:
+        assert kb.add_documents(docs[1:2]).replaced == [docs[1].id]  # new chunking settings re-ingest
+
+
+@pytest.mark.parametrize(
+    ("sections", "stages"),
+    [
+        ({"retrieval": {"dense": False}}, ["bm25", "fusion", "redundancy"]),
+        ({"retrieval": {"bm25": False}}, ["dense", "fusion", "redundancy"]),
+        ({"retrieval": {"fusion": "rrf"}, "redundancy": {"enabled": False}}, ["bm25", "dense", "fusion"]),
+        ({"rewrite": {"enabled": True}}, ["rewrite", "bm25", "dense", "fusion", "redundancy"]),
+        (
+            {"relevance": {"enabled": True, "max_candidates": 6}},
+            ["bm25", "dense", "fusion", "redundancy", "relevance"],
+        ),
+        ({"rerank": {"enabled": True, "top_n": 3}}, ["bm25", "dense", "fusion", "redundancy", "rerank"]),
+    ],
+)
+def test_each_stage_switches(built, embedder, sections, stages):
+    path, _ = built
+    llm = ScriptedLLM(
+        lambda p: "baggage allowance checked bag weight" if "Rewrite" in p else relevance_reply(p)
+    )
+    with open_kb(path, embedder, llm, **sections) as kb:
+        hits = kb.search(QUESTION, k=3)
+    trace = hits[0].trace
+    assert trace.names() == stages
+    assert hits[0].doc_id == "Baggage Allowance.md"
+    if "relevance" in stages:
+        report = trace.get("relevance")
+        assert report.calls == 6 * 3
+        assert report.notes["not_scored"] > 0
+        assert all(h.scores["relevance"] == pytest.approx(0.9) for h in hits)
+    if "rerank" in stages:
+        assert len(hits) <= 3
+        assert trace.get("rerank").notes == {"reranker": "overlap"}
+    if "rewrite" in stages:
+        assert trace.get("rewrite").notes["rewritten"] == "baggage allowance checked bag weight"
+
+
+def test_segments_are_exact_document_spans(built, embedder, docs):
+    path, _ = built
+    texts = {d.id: d.text for d in docs}
+    trace = Trace()
+    with open_kb(path, embedder) as kb:
+        segments = kb.segments(QUESTION, trace, preset="find_all")
+    assert segments
+    assert segments[0].doc_id == "Baggage Allowance.md"
+    for seg in segments:
+        assert texts[seg.doc_id][seg.start : seg.end] == seg.text
+    assert trace.names()[-1] == "segments"
+
+
+def test_extractive_answer_is_cited_and_grounded(built, embedder):
+    path, _ = built
+    with open_kb(path, embedder) as kb:
+        answer = kb.answer(QUESTION)
+        missing = kb.answer("zebra quantum chromodynamics?")
+    assert answer.found
+    assert answer.grounding.grounded
+    assert answer.citations[0].doc_id == "Baggage Allowance.md"
+    assert answer.citations[0].quote in answer.text
+    assert missing.text == NOT_FOUND
+
+
+def _quote_first_source(prompt: str):
+    block = prompt.split("[S1]\n", 1)[1]
+    quote = block.split("\n")[0][:60]
+    return {"answer": "From the sources: " + quote, "citations": [{"source": "S1", "quote": quote}]}
+
+
+def test_llm_answer_over_segments(built, embedder, docs):
+    path, _ = built
+    texts = {d.id: d.text for d in docs}
+    llm = ScriptedLLM(structured_reply=_quote_first_source)
+    with open_kb(path, embedder, llm, segments={"enabled": True}, answer={"mode": "llm"}) as kb:
+        answer = kb.answer(QUESTION)
+    assert answer.grounding.grounded
+    citation = answer.citations[0]
+    assert texts[citation.doc_id][citation.start : citation.end] == citation.quote
+    assert "#" in citation.ref  # a segment id
+    assert answer.trace.names()[-2:] == ["segments", "answer"]
+    assert answer.to_dict()["totals"]["calls"] == 1
+
+
+def test_add_collects_errors_and_goes_on(tmp_path, embedder):
+    good = tmp_path / "good.txt"
+    good.write_text("Lounges open two hours before departure.\n", encoding="utf-8")
+    empty = tmp_path / "empty.txt"
+    empty.write_bytes(b"")
+    with KnowledgeBase(tmp_path / "kb", embedder=embedder) as kb:
+        report = kb.add([empty, tmp_path / "missing.txt", good])
+    assert [s for s, _ in report.failed] == [str(empty), str(tmp_path / "missing.txt")]
+    assert len(report.added) == 1
+    assert all(reason for _, reason in report.failed)
+
+
+def test_config_is_frozen_and_presets_differ():
+    fast, chunkrag, dsrag = (from_dict({}, p) for p in ("fast", "chunkrag", "dsrag"))
+    assert not fast.relevance.enabled
+    assert chunkrag.relevance.enabled
+    assert chunkrag.rewrite.enabled
+    assert chunkrag.rerank.enabled
+    assert dsrag.segments.enabled
+    assert dsrag.headers.summary
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        fast.rewrite.enabled = True  # type: ignore[misc]

@@ -1,0 +1,113 @@
+"""Grounded answers: the verbatim-quote check, and both answer modes."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from chunkwise.retrieval import Trace
+from chunkwise.retrieval.answer import NOT_FOUND, AnswerGenerator, Source, check_citations, split_sentences
+from chunkwise.retrieval.grounding import locate_quote
+from scripted_llm import ScriptedLLM
+
+TEXT = "Checked bags may weigh up to 23 kg.\nOverweight bags cost\n  50 EUR each. Pets travel in the hold."
+SOURCES = [
+    Source("S1", "chunk-1", "doc", 100, 100 + len(TEXT), TEXT),
+    Source("S2", "chunk-2", "doc", 0, 9, "Other bit"),
+]
+
+
+def test_exact_and_whitespace_normalised_quotes():
+    assert locate_quote("may weigh up to 23 kg", TEXT) == (13, 34)
+    start, end = locate_quote("Overweight bags cost 50 EUR each.", TEXT)
+    assert TEXT[start:end] == "Overweight bags cost\n  50 EUR each."
+    assert locate_quote("overweight bags cost 50 EUR", TEXT) is None  # case matters
+    assert locate_quote("bags cost 60 EUR", TEXT) is None
+    assert locate_quote("23 kg", TEXT) is None  # too short to prove anything
+
+
+@given(st.text(alphabet="ab \n.", min_size=1, max_size=60), st.data())
+def test_any_long_enough_substring_is_located(text, data):
+    start = data.draw(st.integers(0, len(text) - 1))
+    end = data.draw(st.integers(start + 1, len(text)))
+    quote = text[start:end]
+    found = locate_quote(quote, text, min_chars=1)
+    if quote.strip():
+        assert found is not None
+        assert " ".join(text[found[0] : found[1]].split()) == " ".join(quote.split())
+
+
+def test_check_citations_maps_to_document_offsets_and_rejects():
+    cited, grounding = check_citations(
+        [("S1", "Pets travel in the hold."), ("[S2]", "Pets travel in the hold."), ("S9", "Other bit here")],
+        SOURCES,
+    )
+    assert len(cited) == 1
+    assert cited[0].start == 100 + TEXT.index("Pets")
+    assert cited[0].end - cited[0].start == len("Pets travel in the hold.")
+    assert [r["reason"] for r in grounding.rejected] == [
+        "quote not found in the cited source",
+        "unknown source",
+    ]
+    assert not grounding.grounded
+
+
+def test_llm_answer_grounded():
+    llm = ScriptedLLM(
+        structured_reply=lambda p: {
+            "answer": "Up to 23 kg.",
+            "citations": [{"source": "S1", "quote": "Checked bags may weigh up to 23 kg."}],
+        }
+    )
+    answer = AnswerGenerator(llm).answer("How heavy may a bag be?", SOURCES, Trace())
+    assert answer.text == "Up to 23 kg."
+    assert answer.grounding.grounded
+    assert answer.found
+    assert "[S1]\nChecked bags" in llm.prompts[0]
+    assert "How heavy may a bag be?" in llm.prompts[0]
+
+
+def test_llm_answer_with_invented_quote_becomes_not_found():
+    llm = ScriptedLLM(
+        structured_reply=lambda p: {
+            "answer": "Bags may weigh 40 kg.",
+            "citations": [{"source": "S1", "quote": "Checked bags may weigh up to 40 kg."}],
+        }
+    )
+    trace = Trace()
+    answer = AnswerGenerator(llm).answer("How heavy?", SOURCES, trace)
+    assert answer.text == NOT_FOUND
+    assert answer.citations == []
+    assert not answer.grounding.grounded
+    assert trace.get("answer").notes["model_answer"] == "Bags may weigh 40 kg."
+
+
+def test_no_sources_means_not_found_without_a_call():
+    llm = ScriptedLLM()
+    answer = AnswerGenerator(llm).answer("Anything?", [], Trace())
+    assert answer.text == NOT_FOUND
+    assert llm.prompts == []
+
+
+def test_extractive_answer_cites_best_sentences():
+    answer = AnswerGenerator(None, "extractive", max_sentences=1).answer(
+        "What do overweight bags cost?", SOURCES, Trace()
+    )
+    assert answer.text == "Overweight bags cost\n  50 EUR each."
+    assert answer.grounding.grounded
+    assert answer.citations[0].ref == "chunk-1"
+    assert AnswerGenerator(None, "extractive").answer("zebra stripes?", SOURCES, Trace()).text == NOT_FOUND
+    with pytest.raises(Exception, match="needs an LLM"):
+        AnswerGenerator(None, "llm")
+
+
+def test_split_sentences():
+    text = "One. Two!\n\n- item\n- Three?\nwrapped line"
+    assert [text[s:e] for s, e in split_sentences(text)] == [
+        "One.",
+        "Two!",
+        "- item",
+        "- Three?",
+        "wrapped line",
+    ]

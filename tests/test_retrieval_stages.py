@@ -1,0 +1,137 @@
+"""The pure query stages: fusion, redundancy removal, ChunkRAG's relevance filter and query rewriting."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from chunkwise.retrieval import Candidate, Trace
+from chunkwise.retrieval.fusion import Fusion, minmax, rrf_fusion, weighted_fusion
+from chunkwise.retrieval.redundancy import Redundancy, non_redundant
+from chunkwise.retrieval.relevance import RelevanceFilter, combine_scores, dynamic_threshold
+from chunkwise.retrieval.rewrite import QueryRewrite, clean_rewrite
+from scripted_llm import ScriptedLLM
+
+
+def cand(name: str, **scores: float) -> Candidate:
+    return Candidate(0, name, "d", 0, len(name), f"text of {name}", scores=dict(scores))
+
+
+def test_weighted_fusion_by_hand():
+    bm25 = np.array([10.0, 5.0, 0.0])
+    dense = np.array([0.2, 0.6, 0.4])
+    # minmax: bm25 -> [1, .5, 0]; dense -> [0, 1, .5]
+    assert weighted_fusion(bm25, dense).tolist() == pytest.approx([0.5, 0.75, 0.25])
+    assert weighted_fusion(bm25, dense, 1.0).tolist() == pytest.approx([1.0, 0.5, 0.0])
+    assert minmax(np.array([3.0, 3.0])).tolist() == [1.0, 1.0]
+    assert minmax(np.array([0.0, 0.0])).tolist() == [0.0, 0.0]
+    with pytest.raises(ValueError, match="weight"):
+        weighted_fusion(bm25, dense, 1.5)
+
+
+def test_rrf_by_hand():
+    first = np.array([3.0, 2.0, np.nan])  # ranks 1, 2, absent
+    second = np.array([1.0, 2.0, 3.0])  # ranks 3, 2, 1
+    expected = np.array([1 / 61 + 1 / 63, 2 / 62, 1 / 61]) * 61 / 2
+    assert rrf_fusion([first, second], k=60).tolist() == pytest.approx(expected.tolist())
+
+
+def test_fusion_stage_orders_and_reports():
+    trace = Trace()
+    ranked = Fusion()(
+        "q", [cand("a", bm25=10, dense=0.2), cand("b", bm25=5, dense=0.6), cand("c", dense=0.4)], trace
+    )
+    assert [c.chunk_id for c in ranked] == ["b", "a", "c"]
+    assert trace.get("fusion").scores == pytest.approx({"b": 0.75, "a": 0.5, "c": 0.25})
+    dense_only = Fusion()("q", [cand("a", dense=0.2), cand("b", dense=0.6)], Trace())
+    assert [(c.chunk_id, c.score) for c in dense_only] == [("b", 1.0), ("a", 0.0)]
+    rrf = Fusion("rrf")("q", [cand("a", bm25=1, dense=0.1), cand("b", dense=0.9)], Trace())
+    assert [c.chunk_id for c in rrf] == ["a", "b"]
+
+
+def test_redundancy_keeps_first_of_near_duplicates():
+    vectors = np.array([[1, 0, 0], [0.99, 0.14, 0], [0, 1, 0], [0.5, 0.5, 0.7]], dtype=np.float32)
+    assert non_redundant(vectors).tolist() == [0, 2, 3]
+    assert non_redundant(vectors, threshold=0.999).tolist() == [0, 1, 2, 3]
+    assert non_redundant(vectors, threshold=0.5).tolist() == [0, 2]
+    cands = [cand(n) for n in "wxyz"]
+    for c, v in zip(cands, vectors, strict=True):
+        c.vector = v
+    trace = Trace()
+    kept = Redundancy(0.9)("q", cands, trace)
+    assert [c.chunk_id for c in kept] == ["w", "y", "z"]
+    assert trace.get("redundancy").notes["dropped"] == ["x"]
+
+
+def test_dynamic_threshold_golden():
+    assert dynamic_threshold([0.2, 0.4, 0.9]) == pytest.approx(0.5)  # var 0.0867 >= 0.01: the mean
+    clustered = [0.50, 0.52, 0.54]  # var 0.000267 < 0.01: mean + std
+    assert dynamic_threshold(clustered) == pytest.approx(0.52 + np.sqrt(0.0008 / 3))
+    assert dynamic_threshold(clustered, epsilon=0.0001) == pytest.approx(0.52)
+    assert combine_scores(0.9, 0.6, 0.3) == pytest.approx(0.6)
+    assert combine_scores(1.0, 0.0, 0.0, weights=(2, 1, 1)) == pytest.approx(0.5)
+
+
+def _scores_by_chunk(table: dict[str, str]):
+    def reply(prompt: str) -> str:
+        for key, answer in table.items():
+            if f"text of {key}" in prompt:
+                return answer
+        return "0.5"
+
+    return reply
+
+
+def test_relevance_filter_three_steps_and_threshold():
+    llm = ScriptedLLM(_scores_by_chunk({"good": "0.9", "fair": "0.6", "bad": "0.1"}))
+    trace = Trace()
+    kept = RelevanceFilter(llm)("q", [cand("bad"), cand("good"), cand("fair")], trace)
+    report = trace.get("relevance")
+    assert [c.chunk_id for c in kept] == ["good", "fair"]  # mean 0.533 keeps 0.9 and 0.6
+    assert report.calls == 9
+    assert report.notes["steps"]["good"] == [0.9, 0.9, 0.9]
+    assert report.notes["threshold"] == pytest.approx((0.9 + 0.6 + 0.1) / 3)
+    assert "Your initial score was: 0.9" in llm.prompts[4]  # self-reflection sees the base score
+    assert "After self-reflection it became: 0.9" in llm.prompts[5]
+
+
+def test_relevance_unparsed_reply_is_neutral_and_recorded():
+    llm = ScriptedLLM(_scores_by_chunk({"good": "Score: 0.9", "odd": "very relevant!", "bad": "7"}))
+    trace = Trace()
+    RelevanceFilter(llm)("q", [cand("good"), cand("odd"), cand("bad")], trace)
+    report = trace.get("relevance")
+    assert report.scores == pytest.approx({"good": 0.9, "odd": 0.5, "bad": 0.5})
+    assert {(u["chunk_id"], u["step"]) for u in report.notes["unparsed"]} >= {
+        ("odd", "base"),
+        ("bad", "critic"),
+    }
+
+
+def test_llm_threshold_and_fallback():
+    def reply(prompt: str) -> str:
+        if prompt.startswith("Based on the user query"):
+            return "0.95"
+        return "0.9" if "text of a" in prompt else "0.2"
+
+    trace = Trace()
+    kept = RelevanceFilter(ScriptedLLM(reply), threshold="llm")("q", [cand("a"), cand("b")], trace)
+    assert kept == []
+    assert trace.get("relevance").notes["threshold_source"] == "llm"
+    broken = ScriptedLLM(
+        lambda p: "no idea" if p.startswith("Based") else ("0.9" if "text of a" in p else "0.2")
+    )
+    trace = Trace()
+    kept = RelevanceFilter(broken, threshold="llm")("q", [cand("a"), cand("b")], trace)
+    assert [c.chunk_id for c in kept] == ["a"]
+    assert trace.get("relevance").notes["threshold_source"] == "dynamic"
+
+
+def test_rewrite_uses_seed_prompt_and_cleans_reply():
+    llm = ScriptedLLM(lambda p: 'Rewritten Query: "Henry Feilden occupation details biography"\nmore')
+    trace = Trace()
+    assert QueryRewrite(llm).rewrite("What is Henry Feilden's occupation?", trace) == (
+        "Henry Feilden occupation details biography"
+    )
+    assert 'Original Query: "What is Henry Feilden\'s occupation?"' in llm.prompts[0]
+    assert trace.get("rewrite").notes["rewritten"].startswith("Henry")
+    assert clean_rewrite("  \n ''\n", "original") == "original"
