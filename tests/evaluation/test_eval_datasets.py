@@ -11,7 +11,7 @@ import pytest
 from chunkwise.errors import DatasetError
 from chunkwise.evaluation.datasets import load_dataset, subsample
 
-SHARED = Path("/work/shared/data")
+SHARED = Path(__file__).resolve().parents[2].parent / "shared" / "data"
 
 
 def write(folder: Path, docs: list[dict[str, object]], queries: list[object]) -> Path:
