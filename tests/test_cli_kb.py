@@ -118,3 +118,23 @@ def test_text_output_in_process(kb_dir):
     answer = runner.invoke(app, ["ask", "zebra quantum chromodynamics", "--kb", str(kb_dir)])
     assert answer.exit_code == 0
     assert answer.stdout.startswith("not found in the documents")
+
+
+def test_token_budget_stops_ask_cleanly(kb_dir, tmp_path):
+    with OpenAIServer(answer=_script) as server:
+        config = tmp_path / "budget.toml"
+        config.write_text(
+            f'preset = "chunkrag"\n[models]\nllm = "openai:test-model"\nreranker = "rerank:test-model"\n'
+            f'base_url = "{server.base_url}"\nrerank_url = "{server.url}"\n',
+            encoding="utf-8",
+        )
+        done = chunkwise(
+            "ask", QUESTION, "--kb", str(kb_dir), "--config", str(config), "--max-tokens", "50", check=False
+        )
+        requests = len(server.requests)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: ")
+    assert "budget" in done.stderr.lower()
+    assert "Traceback" not in done.stderr
+    # the rewrite fits the budget; the calls after it are refused before they are sent
+    assert requests <= 1

@@ -14,7 +14,15 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from chunkwise.cli.kb_options import ConfigOption, JsonOption, KbOption, PresetOption, open_kb
+from chunkwise.cli.kb_options import (
+    ConfigOption,
+    JsonOption,
+    KbOption,
+    MaxCostOption,
+    MaxTokensOption,
+    PresetOption,
+    open_kb,
+)
 
 
 def ask_command(
@@ -23,10 +31,12 @@ def ask_command(
     kb: KbOption,
     config: ConfigOption = None,
     preset: PresetOption = None,
+    max_cost: MaxCostOption = None,
+    max_tokens: MaxTokensOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Answer a question from a knowledge base, with citations."""
-    with open_kb(kb, config, preset, create=False) as base:
+    with open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base:
         answer = base.answer(question)
     if as_json:
         sys.stdout.write(json.dumps(answer.to_dict(), ensure_ascii=False) + "\n")

@@ -17,7 +17,15 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from chunkwise.cli.kb_options import ConfigOption, JsonOption, KbOption, PresetOption, open_kb
+from chunkwise.cli.kb_options import (
+    ConfigOption,
+    JsonOption,
+    KbOption,
+    MaxCostOption,
+    MaxTokensOption,
+    PresetOption,
+    open_kb,
+)
 from chunkwise.kb import IngestEvent, expand_paths
 
 
@@ -27,11 +35,13 @@ def ingest_command(
     kb: KbOption,
     config: ConfigOption = None,
     preset: PresetOption = None,
+    max_cost: MaxCostOption = None,
+    max_tokens: MaxTokensOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Add documents to a knowledge base (one transaction per document)."""
     console = Console(stderr=True)
-    with open_kb(kb, config, preset, create=True) as base:
+    with open_kb(kb, config, preset, create=True, max_cost=max_cost, max_tokens=max_tokens) as base:
         total = len(expand_paths(paths))
         with Progress(
             TextColumn("[bold]ingest"),

@@ -15,7 +15,15 @@ import typer
 from rich.console import Console
 from rich.table import Table
 
-from chunkwise.cli.kb_options import ConfigOption, JsonOption, KbOption, PresetOption, open_kb
+from chunkwise.cli.kb_options import (
+    ConfigOption,
+    JsonOption,
+    KbOption,
+    MaxCostOption,
+    MaxTokensOption,
+    PresetOption,
+    open_kb,
+)
 from chunkwise.retrieval.trace import Trace
 
 #: Console columns the rank, score, document and span columns and the borders take at most.
@@ -31,10 +39,12 @@ def search_command(
     k: Annotated[int, typer.Option("-k", help="Number of hits.", min=1)] = 5,
     config: ConfigOption = None,
     preset: PresetOption = None,
+    max_cost: MaxCostOption = None,
+    max_tokens: MaxTokensOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Search a knowledge base."""
-    with open_kb(kb, config, preset, create=False) as base:
+    with open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base:
         trace = Trace()
         hits = base.search(query, k=k, trace=trace)
         if as_json:
