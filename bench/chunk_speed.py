@@ -173,17 +173,39 @@ def worker(impl: str, kind: str, unit: str, corpus: str, *, mb: float, repeat: i
         if best > SLOW_SECONDS:
             break
     chars = sum(len(t) for t in texts)
-    return {
+    return result_row(
+        impl, kind, unit, corpus, chars, chunks=count, seconds=best, peak_mb=round(max(0.0, peak), 1)
+    )
+
+
+def result_row(
+    impl: str,
+    kind: str,
+    unit: str,
+    corpus: str,
+    chars: int,
+    *,
+    chunks: int | None,
+    seconds: float,
+    peak_mb: float | None,
+    timed_out: bool = False,
+) -> dict[str, Any]:
+    """One result row. A timed-out run has no time of its own: ``seconds`` is the limit, so its speed
+    is an upper bound."""
+    row: dict[str, Any] = {
         "impl": impl,
         "kind": kind,
         "unit": unit,
         "corpus": corpus,
         "chars": chars,
-        "chunks": count,
-        "seconds": round(best, 4),
-        "mb_per_s": round(chars / best / 1e6, 3),
-        "peak_mb": round(max(0.0, peak), 1),
+        "chunks": chunks,
+        "seconds": None if timed_out else round(seconds, 4),
+        "mb_per_s": round(chars / seconds / 1e6, 3),
+        "peak_mb": peak_mb,
     }
+    if timed_out:
+        row["timed_out"] = True
+    return row
 
 
 def measure(
@@ -195,18 +217,9 @@ def measure(
         out = subprocess.run(args, capture_output=True, text=True, check=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         chars = sum(len(t) for t in load_texts(corpus, mb))
-        return {
-            "impl": impl,
-            "kind": kind,
-            "unit": unit,
-            "corpus": corpus,
-            "chars": chars,
-            "chunks": None,
-            "seconds": None,
-            "mb_per_s": round(chars / timeout / 1e6, 3),
-            "peak_mb": None,
-            "timed_out": True,
-        }
+        return result_row(
+            impl, kind, unit, corpus, chars, chunks=None, seconds=timeout, peak_mb=None, timed_out=True
+        )
     return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
 

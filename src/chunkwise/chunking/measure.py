@@ -183,25 +183,28 @@ class RunTokenMeasure:
 
     def _started_before(self, pos: int) -> int:
         """Number of tokens that start before ``pos``."""
-        run = self._run_at(pos)
-        if run == len(self._starts):
-            return int(self._cum[-1])
-        inside = pos - int(self._starts[run])
-        if inside <= 0:
-            return int(self._cum[run])
-        starts, _ = self._run_offsets(run)
-        return int(self._cum[run]) + bisect.bisect_left(starts, inside)
+        return self._tokens_before(pos, ended=False)
 
     def _ended_by(self, pos: int) -> int:
         """Number of tokens that end at or before ``pos``."""
+        return self._tokens_before(pos, ended=True)
+
+    def _tokens_before(self, pos: int, *, ended: bool) -> int:
+        """Tokens that end at or before ``pos`` (``ended``), else tokens that start before it.
+
+        Whole runs before ``pos`` count from the cumulative table; only the run holding ``pos`` is
+        tokenised, to find where ``pos`` falls among its token starts or ends.
+        """
         run = self._run_at(pos)
         if run == len(self._starts):
             return int(self._cum[-1])
         inside = pos - int(self._starts[run])
         if inside <= 0:
             return int(self._cum[run])
-        _, ends = self._run_offsets(run)
-        return int(self._cum[run]) + bisect.bisect_right(ends, inside)
+        starts, ends = self._run_offsets(run)
+        if ended:
+            return int(self._cum[run]) + bisect.bisect_right(ends, inside)
+        return int(self._cum[run]) + bisect.bisect_left(starts, inside)
 
     def _token_start(self, index: int) -> int:
         """Offset where global token ``index`` starts.

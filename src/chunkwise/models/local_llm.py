@@ -25,7 +25,7 @@ from typing import Any
 from chunkwise.errors import ConfigError
 from chunkwise.models.bundled import smollm2_gguf
 from chunkwise.models.protocols import Message, TokenLogprobs, Usage, UsageSlot
-from chunkwise.models.structured import DEFAULT_ATTEMPTS, complete_structured
+from chunkwise.models.structured import DEFAULT_ATTEMPTS, StructuredViaChat
 
 
 @functools.cache
@@ -56,7 +56,7 @@ def _torch_threads(count: int | None) -> Iterator[None]:
         torch.set_num_threads(previous)
 
 
-class LocalLLM:
+class LocalLLM(StructuredViaChat):
     """A causal LM from a GGUF file (SmolLM2-135M-Instruct by default): chat, structured, logprobs.
 
     ``threads`` is the torch thread count during model calls (1 by default, see the module docstring;
@@ -123,25 +123,6 @@ class LocalLLM:
         new = output[0, len(ids) :].tolist()
         self._usage.set(Usage(input_tokens=len(ids), output_tokens=len(new)))
         return str(self._tokenizer.decode(new, skip_special_tokens=True)).strip()
-
-    def structured(
-        self,
-        messages: Sequence[Message],
-        schema: dict[str, Any],
-        *,
-        max_tokens: int = 1024,
-        stage: str = "",
-    ) -> Any:
-        """A JSON value valid against ``schema`` (see :mod:`chunkwise.models.structured`)."""
-        return complete_structured(
-            self.chat,
-            self._name,
-            messages,
-            schema,
-            max_tokens=max_tokens,
-            stage=stage,
-            attempts=self._attempts,
-        )
 
     def logprobs(
         self, prompt: str, continuation: str, candidates: Sequence[str] = (), *, stage: str = ""

@@ -34,7 +34,7 @@ from chunkwise.models.protocols import (
     Usage,
     Vectors,
 )
-from chunkwise.models.structured import DEFAULT_ATTEMPTS, complete_structured
+from chunkwise.models.structured import DEFAULT_ATTEMPTS, StructuredViaChat
 
 T = TypeVar("T")
 CHARS_PER_TOKEN = 4
@@ -43,6 +43,11 @@ CHARS_PER_TOKEN = 4
 def estimate_tokens(text: str) -> int:
     """A tokenizer-free estimate (four characters a token), for budgets of backends without a tokenizer."""
     return max(1, -(-len(text) // CHARS_PER_TOKEN)) if text else 0
+
+
+def estimate_rerank_tokens(query: str, texts: Sequence[str]) -> int:
+    """:func:`estimate_tokens` of a rerank call: the query is read once with every text."""
+    return estimate_tokens(query) * len(texts) + sum(estimate_tokens(t) for t in texts)
 
 
 class _Managed:
@@ -182,7 +187,7 @@ class ManagedEmbedder(_Managed):
         return int(counter(text)) if counter else estimate_tokens(text)
 
 
-class ManagedLLM(_Managed):
+class ManagedLLM(StructuredViaChat, _Managed):
     """An :class:`LLM` with cached, accounted chat and logprobs; structured output goes through chat."""
 
     role = "llm"
@@ -216,20 +221,6 @@ class ManagedLLM(_Managed):
         )
         return str(answer)
 
-    def structured(
-        self, messages: Sequence[Message], schema: dict[str, Any], *, max_tokens: int = 1024, stage: str = ""
-    ) -> Any:
-        """JSON valid against ``schema``; every attempt is a (cached, accounted) :meth:`chat` call."""
-        return complete_structured(
-            self.chat,
-            self.name,
-            messages,
-            schema,
-            max_tokens=max_tokens,
-            stage=stage,
-            attempts=self._attempts,
-        )
-
     def logprobs(
         self, prompt: str, continuation: str, candidates: Sequence[str] = (), *, stage: str = ""
     ) -> TokenLogprobs:
@@ -258,7 +249,7 @@ class ManagedReranker(_Managed):
     def score(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One score per text, from the cache when this exact query and list were scored before."""
         texts = list(texts)
-        estimate = estimate_tokens(query) * len(texts) + sum(estimate_tokens(t) for t in texts)
+        estimate = estimate_rerank_tokens(query, texts)
         value = self._cached_call(
             "rerank",
             "",

@@ -14,41 +14,29 @@ token) because the remote tokenizer is not available offline.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 
 from chunkwise.errors import ConfigError
 from chunkwise.models.http_client import JsonClient
 from chunkwise.models.managed import estimate_tokens
-from chunkwise.models.protocols import Message, TokenLogprobs, Usage, UsageSlot, Vectors
-from chunkwise.models.structured import DEFAULT_ATTEMPTS, complete_structured
+from chunkwise.models.protocols import Message, TokenLogprobs, Usage, Vectors
+from chunkwise.models.remote import RemoteModel
+from chunkwise.models.structured import DEFAULT_ATTEMPTS, StructuredViaChat
 
 
-class OpenAIChatLLM:
-    """Chat, structured output and echo logprobs from an OpenAI-compatible server."""
+class OpenAIChatLLM(StructuredViaChat, RemoteModel):
+    """Chat, structured output and echo logprobs from an OpenAI-compatible server (``openai:<model>``)."""
+
+    backend: ClassVar[str] = "openai"
 
     def __init__(
         self, model: str, client: JsonClient, *, top_logprobs: int = 5, attempts: int = DEFAULT_ATTEMPTS
     ) -> None:
-        self.model = model
-        self._client = client
+        super().__init__(model, client)
         self._top = top_logprobs
         self._attempts = attempts
-        self._usage = UsageSlot()
-
-    def __repr__(self) -> str:
-        return f"OpenAIChatLLM({self.model!r}, {self._client!r})"
-
-    @property
-    def name(self) -> str:
-        """``openai:<model>``."""
-        return f"openai:{self.model}"
-
-    @property
-    def last_usage(self) -> Usage | None:
-        """The server's usage for the most recent call."""
-        return self._usage.get()
 
     def count_tokens(self, text: str) -> int:
         """An estimate: the remote tokenizer is not available offline."""
@@ -65,20 +53,6 @@ class OpenAIChatLLM:
         content, usage = self._client.post("chat/completions", payload, _parse_chat)
         self._usage.set(usage)
         return content
-
-    def structured(
-        self, messages: Sequence[Message], schema: dict[str, Any], *, max_tokens: int = 1024, stage: str = ""
-    ) -> Any:
-        """JSON valid against ``schema`` (see :mod:`chunkwise.models.structured`)."""
-        return complete_structured(
-            self.chat,
-            self.name,
-            messages,
-            schema,
-            max_tokens=max_tokens,
-            stage=stage,
-            attempts=self._attempts,
-        )
 
     def logprobs(
         self, prompt: str, continuation: str, candidates: Sequence[str] = (), *, stage: str = ""
@@ -109,30 +83,18 @@ class OpenAIChatLLM:
         return result
 
 
-class OpenAIEmbedder:
-    """Embeddings from an OpenAI-compatible ``embeddings`` endpoint, re-normalised to unit length."""
+class OpenAIEmbedder(RemoteModel):
+    """Embeddings from an OpenAI-compatible ``embeddings`` endpoint (``openai:<model>``), re-normalised to
+    unit length; the usage of :meth:`embed` is summed over its batches."""
+
+    backend: ClassVar[str] = "openai"
 
     def __init__(
         self, model: str, client: JsonClient, *, dim: int | None = None, batch_size: int = 256
     ) -> None:
-        self.model = model
-        self._client = client
+        super().__init__(model, client)
         self._dim = dim
         self._batch_size = batch_size
-        self._usage = UsageSlot()
-
-    def __repr__(self) -> str:
-        return f"OpenAIEmbedder({self.model!r}, {self._client!r})"
-
-    @property
-    def name(self) -> str:
-        """``openai:<model>``."""
-        return f"openai:{self.model}"
-
-    @property
-    def last_usage(self) -> Usage | None:
-        """The server's usage summed over the batches of the most recent :meth:`embed`."""
-        return self._usage.get()
 
     @property
     def dim(self) -> int:

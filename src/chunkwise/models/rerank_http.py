@@ -9,37 +9,26 @@ reports it (Jina, vLLM); Cohere bills search units instead, so the tokens are th
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
 import numpy.typing as npt
 
 from chunkwise.models.http_client import JsonClient
-from chunkwise.models.managed import estimate_tokens
-from chunkwise.models.protocols import Usage, UsageSlot
+from chunkwise.models.managed import estimate_rerank_tokens
+from chunkwise.models.protocols import Usage
+from chunkwise.models.remote import RemoteModel
 
 
-class HTTPReranker:
-    """Relevance scores from a Cohere-style rerank API."""
+class HTTPReranker(RemoteModel):
+    """Relevance scores from a Cohere-style rerank API, named ``rerank:<model>``; the usage of a call is
+    the server's token count, else an estimate."""
+
+    backend: ClassVar[str] = "rerank"
 
     def __init__(self, model: str, client: JsonClient, *, path: str = "rerank") -> None:
-        self.model = model
-        self._client = client
+        super().__init__(model, client)
         self._path = path
-        self._usage = UsageSlot()
-
-    def __repr__(self) -> str:
-        return f"HTTPReranker({self.model!r}, {self._client!r})"
-
-    @property
-    def name(self) -> str:
-        """``rerank:<model>``."""
-        return f"rerank:{self.model}"
-
-    @property
-    def last_usage(self) -> Usage | None:
-        """Tokens of the most recent call (reported or estimated)."""
-        return self._usage.get()
 
     def score(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One score per text, in the order of ``texts``."""
@@ -53,7 +42,7 @@ class HTTPReranker:
             "return_documents": False,
         }
         scores, tokens = self._client.post(self._path, payload, lambda body: _parse(body, len(texts)))
-        estimate = estimate_tokens(query) * len(texts) + sum(estimate_tokens(t) for t in texts)
+        estimate = estimate_rerank_tokens(query, texts)
         self._usage.set(Usage(input_tokens=tokens if tokens is not None else estimate))
         return scores
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, Protocol
 
 import jsonschema
 
@@ -103,6 +103,44 @@ def complete_structured(
             Message("user", f"That reply is invalid: {reason}. Reply again with only the corrected JSON."),
         ]
     raise LLMResponseError(model, f"no valid JSON for the schema after {max(1, attempts)} attempts: {reason}")
+
+
+class _ChatModel(Protocol):
+    """What :class:`StructuredViaChat` needs from the class it is mixed into."""
+
+    _attempts: int
+
+    @property
+    def name(self) -> str: ...
+
+    def chat(self, messages: Sequence[Message], *, max_tokens: int = 512, stage: str = "") -> str: ...
+
+
+class StructuredViaChat:
+    """Mixin giving an LLM its ``structured`` method: :func:`complete_structured` over its own ``chat``.
+
+    The class provides ``name``, ``chat`` and ``_attempts`` (the number of answers tried before giving up),
+    so every backend and wrapper retries the same way.
+    """
+
+    def structured(
+        self: _ChatModel,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        *,
+        max_tokens: int = 1024,
+        stage: str = "",
+    ) -> Any:
+        """A JSON value valid against ``schema``, each attempt one :meth:`chat` call."""
+        return complete_structured(
+            self.chat,
+            self.name,
+            messages,
+            schema,
+            max_tokens=max_tokens,
+            stage=stage,
+            attempts=self._attempts,
+        )
 
 
 def _with_instruction(messages: Sequence[Message], schema: dict[str, Any]) -> list[Message]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 
@@ -36,19 +36,6 @@ class Candidate:
     def contextual_text(self) -> str:
         """Header and text as the ranking models see them (the header is never part of ``text``)."""
         return contextual_text(self.header, self.text)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form of a search hit."""
-        return {
-            "chunk_id": self.chunk_id,
-            "doc_id": self.doc_id,
-            "start": self.start,
-            "end": self.end,
-            "text": self.text,
-            "header": self.header,
-            "score": self.score,
-            "scores": dict(self.scores),
-        }
 
 
 def contextual_text(header: str, text: str) -> str:
