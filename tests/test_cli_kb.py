@@ -138,3 +138,32 @@ def test_token_budget_stops_ask_cleanly(kb_dir, tmp_path):
     assert "Traceback" not in done.stderr
     # the rewrite fits the budget; the calls after it are refused before they are sent
     assert requests <= 1
+
+
+def test_token_budget_stops_ingest_and_leaves_only_whole_documents(data_dir, tmp_path):
+    from chunkwise.store.database import Store
+
+    kb = tmp_path / "kb"
+    files = sorted(str(p) for p in (data_dir / "formats").glob("*.md"))
+    with OpenAIServer(answer=lambda request: "A policy of the airline about its passengers.") as server:
+        config = tmp_path / "summaries.toml"
+        config.write_text(
+            f'[models]\nllm = "openai:test-model"\nbase_url = "{server.base_url}"\n'
+            "[headers]\nsummary = true\nllm = true\n",
+            encoding="utf-8",
+        )
+        done = chunkwise(
+            "ingest", *files, "--kb", str(kb), "--config", str(config), "--max-tokens", "1500", check=False
+        )
+    assert done.returncode == 2
+    assert "budget" in done.stderr.lower()
+    assert "Traceback" not in done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error: ")]
+    assert len(errors) == 1  # the batch stops instead of failing file by file
+    store = Store(kb)
+    try:
+        assert store.check() == []
+        # whatever was stored is whole; the documents past the budget are not there at all
+        assert len(store.documents()) < len(files)
+    finally:
+        store.close()

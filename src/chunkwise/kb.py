@@ -26,7 +26,7 @@ from chunkwise.chunking.base import Chunker
 from chunkwise.chunking.chunk import Chunk
 from chunkwise.config import PipelineConfig
 from chunkwise.document import Document
-from chunkwise.errors import ChunkwiseError
+from chunkwise.errors import BudgetExceededError, ChunkwiseError
 from chunkwise.models import new_ledger
 from chunkwise.models.accounting import Ledger
 from chunkwise.models.protocols import LLM, Embedder, Reranker
@@ -315,6 +315,9 @@ class KnowledgeBase:
             try:
                 chunks = chunker.chunk(doc)
                 context = headers.document_context(doc) if headers else None
+            except BudgetExceededError:
+                flush()  # keep the documents already prepared, then stop the whole batch
+                raise
             except ChunkwiseError as exc:
                 report.failed.append((doc.source or doc.id, str(exc)))
                 done += 1
