@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -16,28 +15,9 @@ from chunkwise.evaluation.html_report import render_html
 from chunkwise.evaluation.runner import EvalProgress, Models, evaluate
 from chunkwise.models.accounting import Ledger
 from chunkwise.models.managed import ManagedEmbedder
+from support.counting import CountingEmbedder
 
 pytestmark = pytest.mark.slow
-
-
-class CountingEmbedder:
-    """Delegates to the real embedder and counts the texts it embeds."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.texts = 0
-
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        self.texts += len(texts)
-        return self.inner.embed(texts)
 
 
 def config(chunker: str, size: int, **sections: Any) -> Any:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +22,7 @@ from chunkwise.evaluation.tuning import (
     tune,
     verify_tuning,
 )
+from support.counting import CountingEmbedder
 
 #: BM25 only, no headers, no redundancy filter: the fastest pipeline, so a tuning run takes seconds.
 BM25_ONLY: dict[str, Any] = {
@@ -30,26 +30,6 @@ BM25_ONLY: dict[str, Any] = {
     "retrieval": {"dense": False},
     "redundancy": {"enabled": False},
 }
-
-
-class CountingEmbedder:
-    """Delegates to the real embedder and counts the texts it embeds."""
-
-    def __init__(self, inner: Any) -> None:
-        self.inner = inner
-        self.texts = 0
-
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
-
-    def embed(self, texts: Sequence[str]) -> Any:
-        self.texts += len(texts)
-        return self.inner.embed(texts)
 
 
 def test_grid_aliases_and_paths() -> None:

@@ -19,10 +19,10 @@ from typing import Annotated, Any
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from chunkwise.cli.dry_run import estimate_table
+from chunkwise.cli.progress import time_left_progress
 from chunkwise.config import PipelineConfig, from_dict
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation.datasets import load_dataset
@@ -100,14 +100,7 @@ def eval_command(
         title = f"estimate: {len(configs)} configuration(s) on {len(dataset.queries)} queries"
         Console().print(estimate_table(estimate, title))
         return
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-    ) as progress:
+    with time_left_progress() as progress:
         tasks: dict[tuple[str, str], Any] = {}
 
         def on_progress(event: EvalProgress) -> None:

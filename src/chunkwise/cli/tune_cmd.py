@@ -15,11 +15,11 @@ from typing import Annotated, Literal
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 from rich.table import Table
 
 from chunkwise.cli.dry_run import estimate_table
 from chunkwise.cli.eval_cmd import default_workdir, load_configs
+from chunkwise.cli.progress import time_left_progress
 from chunkwise.evaluation.datasets import load_dataset
 from chunkwise.evaluation.estimate import estimate_run
 from chunkwise.evaluation.tuning import (
@@ -97,14 +97,7 @@ def tune_command(
         return
     if json_out is None:
         raise typer.BadParameter("--json is required (except with --dry-run)")
-    console = Console(stderr=True)
-    with Progress(
-        TextColumn("[bold]{task.description}"),
-        BarColumn(),
-        MofNCompleteColumn(),
-        TimeRemainingColumn(),
-        console=console,
-    ) as progress:
+    with time_left_progress() as progress:
         points_task = progress.add_task("settings", total=None)
         phase_task = progress.add_task("", total=None)
 
