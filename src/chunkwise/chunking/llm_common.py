@@ -10,6 +10,7 @@ never pass the hard maximum.
 from __future__ import annotations
 
 import dataclasses
+from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from functools import cached_property
 from typing import ClassVar
@@ -39,7 +40,7 @@ class LLMChunkerParams(ChunkerParams):
     llm: LLM | str | None = None
 
 
-class LLMChunker(BaseChunker):
+class LLMChunker(BaseChunker, ABC):
     """Shared plumbing: the model, resolved on first use, and the hand-off from cut offsets to chunks.
 
     Subclasses implement :meth:`run`, which returns the chunks together with the report of what the
@@ -64,9 +65,9 @@ class LLMChunker(BaseChunker):
         """The chunks of ``doc`` (see :meth:`run` for the report)."""
         return self.run(doc).chunks if doc.text.strip() else []
 
+    @abstractmethod
     def run(self, doc: Document) -> ChunkingRun:
-        """Chunks and report for ``doc``."""
-        raise NotImplementedError
+        """Chunks and report for ``doc``; each LLM chunker implements its own planning here."""
 
     def finish(self, doc: Document, cuts: Sequence[int], hard: Sequence[int] = ()) -> list[Chunk]:
         """Chunks for the spans between ``cuts`` (offsets in ``doc.text``), sizes enforced.
