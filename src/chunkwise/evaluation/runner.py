@@ -16,10 +16,8 @@ larger subsample) are removed before searching, so they never act as distractors
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -243,14 +241,9 @@ class QueryPrefetch:
 
 
 def index_path(workdir: Path, dataset: Dataset, config: PipelineConfig, embedder: Embedder) -> Path:
-    """The cached store for this data set and ingest shape (chunking, headers, embedder)."""
-    shape = {
-        "chunking": asdict(config.chunking),
-        "headers": asdict(config.headers),
-        "embedder": embedder.name,
-    }
-    key = hashlib.sha256(json.dumps(shape, sort_keys=True, default=str).encode()).hexdigest()[:16]
-    return workdir / "indexes" / f"{dataset.name}-{key}"
+    """The cached store for this data set and ingest shape (chunking, headers, embedder): the same
+    fingerprint that makes a knowledge base re-ingest a document."""
+    return workdir / "indexes" / f"{dataset.name}-{config.ingest_fingerprint(embedder.name)}"
 
 
 def _model_cost(record: CallRecord, phase: str) -> StageCost:
