@@ -7,7 +7,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from chunkwise.retrieval import Trace
-from chunkwise.retrieval.answer import NOT_FOUND, AnswerGenerator, Source, check_citations, split_sentences
+from chunkwise.retrieval.answer import (
+    NOT_FOUND,
+    AnswerGenerator,
+    Source,
+    check_citations,
+    split_sentences,
+    table_header,
+)
 from chunkwise.retrieval.grounding import locate_quote
 from scripted_llm import ScriptedLLM
 
@@ -111,3 +118,20 @@ def test_split_sentences():
         "- Three?",
         "wrapped line",
     ]
+
+
+def test_extractive_answer_reads_a_table_row_with_its_header():
+    table = (
+        "Checked baggage:\n\n| Class | Bags | Max weight |\n|---|---|---|\n"
+        "| First | 3 | 32 kg |\n| Economy | 1 | 23 kg |"
+    )
+    sources = [Source("S1", "chunk-9", "doc", 0, len(table), table)]
+    answer = AnswerGenerator(None, "extractive", max_sentences=1).answer(
+        "What is the max weight in Economy?", sources, Trace()
+    )
+    assert answer.text == "| Class | Bags | Max weight |\n| Economy | 1 | 23 kg |"
+    assert [c.quote for c in answer.citations] == ["| Class | Bags | Max weight |", "| Economy | 1 | 23 kg |"]
+    assert answer.grounding.grounded
+    assert table_header(table, table.index("| First")) == "| Class | Bags | Max weight |"
+    assert table_header(table, table.index("| Class")) == ""
+    assert table_header(table, 0) == ""

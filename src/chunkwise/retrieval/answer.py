@@ -165,6 +165,23 @@ def split_sentences(text: str) -> list[tuple[int, int]]:
     return pieces
 
 
+def table_header(text: str, start: int) -> str:
+    """The header row of the Markdown table whose row begins at ``start``; empty when the line at
+    ``start`` is no table row, or is the header itself."""
+    if not text.startswith("|", start):
+        return ""
+    first = start
+    while first > 0:
+        previous = text.rfind("\n", 0, first - 1) + 1
+        if not text.startswith("|", previous):
+            break
+        first = previous
+    if first == start:
+        return ""
+    end = text.find("\n", first)
+    return text[first : end if end >= 0 else len(text)].rstrip()
+
+
 class AnswerGenerator:
     """Stage: the answer to a question from the given sources (the last step of the pipeline)."""
 
@@ -209,24 +226,43 @@ class AnswerGenerator:
 
     def _extract(self, question: str, sources: list[Source]) -> tuple[str, list[tuple[str, str]]]:
         """Sentences ranked by the summed rarity (log inverse sentence frequency) of the query terms they
-        share, so a sentence naming the rare term of the question beats one repeating a common word."""
+        share, so a sentence naming the rare term of the question beats one repeating a common word.
+
+        A table row alone says little ("| CloudSaver (Economy) | 1 | 23 kg |"), so a row is matched and
+        answered together with its table's header row, which is cited as a quote of its own."""
         wanted = set(query_terms(question))
-        sentences: list[tuple[int, str, str, set[str]]] = []
+        sentences: list[tuple[int, str, str, str, set[str]]] = []
         for rank, source in enumerate(sources):
             for start, end in split_sentences(source.text):
                 sentence = source.text[start:end]
-                if not sentence.startswith("#"):  # a heading names a topic; it does not answer anything
-                    sentences.append((rank, source.id, sentence, wanted & set(query_terms(sentence))))
+                if sentence.startswith("#"):  # a heading names a topic; it does not answer anything
+                    continue
+                header = table_header(source.text, start)
+                terms = set(query_terms(f"{header} {sentence}"))
+                sentences.append((rank, source.id, sentence, header, wanted & terms))
         frequency = Counter(term for *_, shared in sentences for term in shared)
         scored = [
-            (-sum(math.log(1 + len(sentences) / frequency[t]) for t in shared), rank, source_id, sentence)
-            for rank, source_id, sentence, shared in sentences
+            (
+                -sum(math.log(1 + len(sentences) / frequency[t]) for t in shared),
+                rank,
+                source_id,
+                sentence,
+                header,
+            )
+            for rank, source_id, sentence, header, shared in sentences
             if shared
         ]
         best = sorted(scored)[: self.max_sentences]
         if not best:
             return NOT_FOUND, []
-        return " ".join(s for *_, s in best), [(source_id, s) for _, _, source_id, s in best]
+        parts: list[str] = []
+        cited: list[tuple[str, str]] = []
+        for _, _, source_id, sentence, header in best:
+            for quote in (header, sentence):
+                if quote and (source_id, quote) not in cited:
+                    cited.append((source_id, quote))
+                    parts.append(quote)
+        return "\n".join(parts) if any(h for *_, h in best) else " ".join(parts), cited
 
     def _context(self, sources: list[Source]) -> str:
         parts: list[str] = []
