@@ -76,6 +76,7 @@ class _Numbering:
         numbering = cls()
         try:
             root = document.part.numbering_part.element
+        # python-docx signals a document without a numbering part by raising NotImplementedError.
         except (KeyError, NotImplementedError, AttributeError):
             return numbering
         abstract: dict[str, dict[int, tuple[str, int]]] = {}
