@@ -63,6 +63,10 @@ class ConfigError(ChunkwiseError):
     """A configuration value is missing, unknown or out of range."""
 
 
+class QueryError(ChunkwiseError, ValueError):
+    """A query cannot be searched for (empty, blank, or without a single word)."""
+
+
 class ModelError(ChunkwiseError):
     """A model call (embedding, chat, logprobs, rerank) failed; ``model`` names the backend and model."""
 

@@ -26,7 +26,8 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
-from chunkwise.kb import IngestEvent, expand_paths
+from chunkwise.ingest.paths import expand_paths
+from chunkwise.ingest.report import IngestEvent
 
 
 def ingest_command(
@@ -61,7 +62,7 @@ def ingest_command(
         for source, reason in report.failed:
             sys.stderr.write(f"error: {source}: {reason}\n")
         if as_json:
-            body = dict(report.to_dict(), accounting=base.ledger.to_dict(), counts=base.store.counts())
+            body = dict(report.to_dict(), accounting=base.accounting(), counts=base.store.counts())
             sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
         else:
             counts = base.store.counts()

@@ -3,25 +3,22 @@ options and how they become a :class:`~chunkwise.kb.KnowledgeBase`.
 
 ``ingest`` records the configuration it used in the store, so a later ``search`` or ``ask`` on the same
 directory uses the same chunking, headers and stages unless it is given ``--config`` or ``--preset``.
+The knowledge base is opened with its configuration fully resolved (the budget options applied), and
+is not changed afterwards.
 """
 
 from __future__ import annotations
 
-import dataclasses
-import json
-import tomllib
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
-from chunkwise.config import from_dict
+from chunkwise.config import load_config
 from chunkwise.errors import ConfigError
-from chunkwise.kb import KnowledgeBase
-from chunkwise.models import new_ledger
-from chunkwise.store.database import DB_NAME
-
-CONFIG_META_KEY = "pipeline_config"
+from chunkwise.kb import KnowledgeBase, stored_config
+from chunkwise.store import open_store
+from chunkwise.store.sqlite import DB_NAME
 
 KbOption = Annotated[Path, typer.Option("--kb", help="Knowledge-base directory.")]
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="Pipeline configuration (TOML).")]
@@ -41,13 +38,6 @@ JsonOption = Annotated[
 ]
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: {exc}") from None
-
-
 def open_kb(
     kb: Path,
     config: Path | None,
@@ -64,24 +54,9 @@ def open_kb(
     """
     if not create and not (kb / DB_NAME).is_file():
         raise ConfigError(f"{kb}: no knowledge base here (run chunkwise ingest first)")
-    data = _read_toml(config) if config else {}
-    base = KnowledgeBase(kb, from_dict(data, preset))
-    if create:
-        recorded = dict(data, preset=base.config.preset)
-        base.store.set_meta(CONFIG_META_KEY, json.dumps(recorded))
-    elif config is None and preset is None:
-        stored = base.store.meta(CONFIG_META_KEY)
-        if stored:
-            recorded = json.loads(stored)
-            base.config = from_dict(recorded)
-    if max_cost is not None or max_tokens is not None:
-        models = base.config.models
-        budget = dataclasses.replace(
-            models,
-            max_cost=models.max_cost if max_cost is None else max_cost,
-            max_tokens=models.max_tokens if max_tokens is None else max_tokens,
-        )
-        base.config = dataclasses.replace(base.config, models=budget)
-    # Models are built lazily, so a ledger made now carries the final configuration's budget.
-    base.ledger = new_ledger(base.config.models)
-    return base
+    if config is not None or preset is not None:
+        resolved = load_config(config, preset)
+    else:
+        with open_store(kb) as store:
+            resolved = stored_config(store) or load_config()
+    return KnowledgeBase(kb, resolved.with_budget(max_cost, max_tokens))

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from chunkwise.blas import one_blas_thread
 from chunkwise.errors import ConfigError
 from chunkwise.models.protocols import Vectors
-from chunkwise.retrieval.blas import one_blas_thread
 
 Keys = npt.NDArray[np.int64]
 
@@ -39,23 +39,15 @@ def top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
 class DenseIndex:
     """Vectors of one store generation: ``keys`` (sorted chunk keys) and the matching ``matrix`` rows."""
 
-    def __init__(
-        self, keys: Keys, matrix: Vectors, generation: int, directory: Path, hnsw_threshold: int
-    ) -> None:
+    def __init__(self, keys: Keys, matrix: Vectors, generation: int, directory: Path) -> None:
         self.keys = keys
         self.matrix = matrix
         self.generation = generation
         self.directory = directory
-        self.hnsw_threshold = hnsw_threshold
         self._hnsw: Any = None
 
     def __len__(self) -> int:
         return int(self.keys.size)
-
-    @property
-    def uses_hnsw(self) -> bool:
-        """True when searches go through the HNSW graph."""
-        return len(self) >= self.hnsw_threshold
 
     def rows(self, keys: Keys) -> Vectors:
         """The vectors of ``keys`` (each must be present)."""
@@ -70,9 +62,9 @@ class DenseIndex:
         best = top_k(scores, k)
         return [(int(self.keys[i]), float(scores[i])) for i in best]
 
-    def search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
-        """Nearest chunk keys: exact below the threshold, approximate (HNSW) at or above it."""
-        if not self.uses_hnsw:
+    def search(self, query: Vectors, k: int, *, approximate: bool = False) -> list[tuple[int, float]]:
+        """Nearest chunk keys: exact, or through the HNSW graph when ``approximate``."""
+        if not approximate or not len(self):
             return self.exact(query, k)
         index = self._graph()
         found = index.search(query.astype(np.float32), min(k, len(self)))

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from chunkwise.retrieval.terms import query_terms
+from chunkwise.terms import query_terms
 
 Keys = npt.NDArray[np.int64]
 

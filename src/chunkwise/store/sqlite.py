@@ -19,20 +19,19 @@ import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from chunkwise.chunking.chunk import Chunk
+from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.document import Document, Unit, UnitKind
 from chunkwise.errors import ConfigError
 from chunkwise.models.protocols import Vectors
-from chunkwise.retrieval.candidate import Candidate, contextual_text
-from chunkwise.retrieval.terms import query_terms
 from chunkwise.store.dense import DenseIndex
 from chunkwise.store.lexical import LexicalIndex
+from chunkwise.store.protocol import DocumentInfo, Status, StoredChunk, StoreSettings
+from chunkwise.terms import query_terms
 
 SCHEMA_VERSION = 1
 DB_NAME = "kb.sqlite"
@@ -66,45 +65,19 @@ CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts
 """
 
 
-@dataclass(frozen=True, slots=True)
-class DocumentInfo:
-    """A stored document's identity and size (no text)."""
-
-    doc_id: str
-    source: str | None
-    title: str | None
-    format: str
-    content_hash: str
-    chunks: int
-
-    def to_dict(self) -> dict[str, Any]:
-        """The JSON form."""
-        return {
-            "doc_id": self.doc_id,
-            "source": self.source,
-            "title": self.title,
-            "format": self.format,
-            "content_hash": self.content_hash,
-            "chunks": self.chunks,
-        }
-
-
 def fts_query(text: str) -> str:
     """An FTS5 MATCH expression: the query's content words, each quoted, joined by OR (``""`` if none)."""
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in query_terms(text))
 
 
-class Store:
+class SQLiteStore:
     """One knowledge-base directory. Thread-safe for one process (a lock serialises use of the connection);
-    open one :class:`Store` per process, as many processes as needed (one writer at a time)."""
+    open one :class:`SQLiteStore` per process, as many processes as needed (one writer at a time)."""
 
-    def __init__(
-        self, directory: str | Path, *, hnsw_threshold: int = 50_000, bm25s_threshold: int | None = 20_000
-    ) -> None:
+    def __init__(self, directory: str | Path, settings: StoreSettings | None = None) -> None:
         self.directory = Path(directory)
         self.directory.mkdir(parents=True, exist_ok=True)
-        self.hnsw_threshold = hnsw_threshold
-        self.bm25s_threshold = bm25s_threshold
+        self.settings = settings or StoreSettings()
         self._lock = threading.RLock()
         self._db = sqlite3.connect(
             self.directory / DB_NAME, timeout=60.0, isolation_level=None, check_same_thread=False
@@ -134,7 +107,12 @@ class Store:
         with self._lock:
             self._db.close()
 
-    def __enter__(self) -> Store:
+    @property
+    def location(self) -> str:
+        """The knowledge-base directory."""
+        return str(self.directory)
+
+    def __enter__(self) -> SQLiteStore:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -209,12 +187,20 @@ class Store:
         *,
         fingerprint: str,
         summary: str = "",
-    ) -> None:
-        """Store ``doc`` with its chunks, headers and vectors, replacing any earlier version, atomically."""
+    ) -> Status:
+        """Store ``doc`` with its chunks, headers and vectors, replacing any earlier version, atomically.
+
+        Returns what was committed: ``added``, ``replaced``, or ``skipped`` when the same content and
+        fingerprint were stored meanwhile (by another writer)."""
         if not len(chunks) == len(headers) == vectors.shape[0]:
             raise ValueError("chunks, headers and vectors must have one entry each per chunk")
         with self._write() as db:
-            self._delete(db, doc.id)
+            stored = db.execute(
+                "SELECT content_hash, fingerprint FROM documents WHERE doc_id = ?", (doc.id,)
+            ).fetchone()
+            if stored is not None and tuple(stored) == (doc.content_hash, fingerprint):
+                return "skipped"
+            replaced = self._delete(db, doc.id)
             db.execute(
                 "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 (
@@ -259,6 +245,7 @@ class Store:
                     "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
                     (key, contextual_text(header, chunk.text)),
                 )
+        return "replaced" if replaced else "added"
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document and everything derived from it; False if it was not there."""
@@ -341,7 +328,8 @@ class Store:
     def bm25(self, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best chunk keys by BM25 over header + text, with positive scores (higher is better):
         FTS5 below ``bm25s_threshold`` chunks, the bm25s sidecar (:mod:`.lexical`) at or above it."""
-        if self.bm25s_threshold is not None and len(self.dense_index()) >= self.bm25s_threshold:
+        threshold = self.settings.bm25s_threshold
+        if threshold is not None and len(self.dense_index()) >= threshold:
             return self.lexical_index().search(query, k)
         match = fts_query(query)
         if not match:
@@ -375,28 +363,39 @@ class Store:
                 dim = int(self.meta("dim") or 0)
             keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-            self._dense = DenseIndex(keys, matrix, generation, self.directory, self.hnsw_threshold)
+            self._dense = DenseIndex(keys, matrix, generation, self.directory)
         return self._dense
 
-    def candidates(self, keys: Sequence[int]) -> list[Candidate]:
-        """Candidates for chunk ``keys`` (in the given order; keys no longer stored are skipped)."""
+    def dense(self, vector: Vectors, k: int) -> list[tuple[int, float]]:
+        """The ``k`` nearest chunk keys by cosine: exact below ``hnsw_threshold`` chunks, HNSW above."""
+        return self.dense_index().search(vector, k, approximate=self.dense_method() == "hnsw")
+
+    def dense_method(self) -> str:
+        """``hnsw`` when the store holds at least ``settings.hnsw_threshold`` chunks, else ``exact``."""
+        return "hnsw" if len(self.dense_index()) >= self.settings.hnsw_threshold else "exact"
+
+    def chunks(self, keys: Sequence[int]) -> list[StoredChunk]:
+        """The chunks of ``keys`` with their vectors (in the given order; keys no longer stored are
+        skipped)."""
         if not keys:
             return []
         marks = ",".join("?" * len(keys))
         rows = self._rows(
-            'SELECT c.chunk_key, c.chunk_id, c.doc_id, c.start, c."end", c.text, h.header, c.ordinal'
+            'SELECT c.chunk_key, c.doc_id, c.start, c."end", c.chunk_id, c.text, h.header, c.ordinal'
             f" FROM chunks c JOIN headers h ON h.chunk_key = c.chunk_key WHERE c.chunk_key IN ({marks})",
             list(keys),
         )
-        by_key = {row[0]: Candidate(*row) for row in rows}
+        by_key = {row[0]: row for row in rows}
         found = [by_key[k] for k in keys if k in by_key]
         index = self.dense_index()
-        present = np.array([c.key for c in found], dtype=np.int64)
-        if present.size and index.keys.size:
-            vectors = index.rows(present)
-            for cand, vector in zip(found, vectors, strict=True):
-                cand.vector = vector
-        return found
+        present = np.array([row[0] for row in found], dtype=np.int64)
+        vectors = index.rows(present) if present.size and index.keys.size else [None] * len(found)
+        return [
+            StoredChunk(doc_id, start, end, key, chunk_id, text, header, ordinal, vector)
+            for (key, doc_id, start, end, chunk_id, text, header, ordinal), vector in zip(
+                found, vectors, strict=True
+            )
+        ]
 
     def chunk_spans(self, doc_id: str) -> list[tuple[int, int]]:
         """``(start, end)`` of each chunk of ``doc_id``, by ordinal."""

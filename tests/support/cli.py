@@ -1,0 +1,35 @@
+"""Running the real ``chunkwise`` command in a subprocess, as a user would."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+
+def run_chunkwise(
+    *args: str,
+    env: dict[str, str] | None = None,
+    cache: Path | None = None,
+    check: bool = False,
+    cwd: Path | None = None,
+    timeout: float = 600,
+) -> subprocess.CompletedProcess[str]:
+    """``chunkwise ARGS...`` through its entry point (``python -m chunkwise``), output captured as text.
+
+    ``env`` adds to (or overrides) the current environment; ``cache`` is the cache root
+    (``XDG_CACHE_HOME``); the models stay offline and tables are 200 columns wide.
+    """
+    full = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "COLUMNS": "200", **(env or {})}
+    if cache is not None:
+        full["XDG_CACHE_HOME"] = str(cache)
+    return subprocess.run(
+        [sys.executable, "-m", "chunkwise", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=cwd,
+        timeout=timeout,
+        check=check,
+    )
