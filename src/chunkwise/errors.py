@@ -63,6 +63,36 @@ class ConfigError(ChunkwiseError):
     """A configuration value is missing, unknown or out of range."""
 
 
+class StoreError(ChunkwiseError):
+    """A knowledge-base store cannot be opened or used. The message names the store by its location,
+    which never includes a password."""
+
+
+class StoreURLError(StoreError, ConfigError):
+    """A store location is malformed (an unknown scheme, a bad port, a schema name that is not an
+    identifier)."""
+
+
+class StoreUnavailableError(StoreError):
+    """The database server does not answer (refused, unknown host, timed out, shutting down)."""
+
+
+class StoreAuthError(StoreError):
+    """The database server refused the credentials (wrong password, unknown user, no password given)."""
+
+
+class StoreExtensionError(StoreError):
+    """A database extension the store needs (pgvector) is missing and could not be created."""
+
+
+class SchemaVersionError(StoreError):
+    """The store was written by a newer chunkwise (its schema version is above the supported one)."""
+
+
+class ClusterError(ChunkwiseError):
+    """A compute cluster (Ray) could not be reached or failed as a whole (not one file's error)."""
+
+
 class QueryError(ChunkwiseError, ValueError):
     """A query cannot be searched for (empty, blank, or without a single word)."""
 

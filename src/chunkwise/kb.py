@@ -23,6 +23,7 @@ from typing import Any
 
 from chunkwise.config import PipelineConfig, from_dict, load_config
 from chunkwise.document import Document
+from chunkwise.errors import ConfigError
 from chunkwise.ingest.pipeline import IngestPipeline
 from chunkwise.ingest.report import IngestReport, ProgressFn
 from chunkwise.models.context import Models
@@ -42,25 +43,42 @@ def stored_config(store: Store) -> PipelineConfig | None:
     return from_dict(json.loads(recorded)) if recorded else None
 
 
+def store_settings(config: PipelineConfig) -> StoreSettings:
+    """The index and connection settings a configuration gives its store."""
+    retrieval, store = config.retrieval, config.store
+    return StoreSettings(
+        retrieval.hnsw_threshold,
+        retrieval.bm25s_threshold,
+        store.pool_size,
+        store.hnsw_m,
+        store.hnsw_ef_construction,
+        store.hnsw_ef_search,
+    )
+
+
 class KnowledgeBase:
     """Documents in a store, searchable and answerable (see the module docstring).
 
-    ``location``: the store (a knowledge-base directory). ``config``: the configuration to use; ``None``
-    uses the one recorded in the store, else the defaults. ``models``: the run's model context; ``None``
-    builds one from ``config.models``.
+    ``location``: the store (a knowledge-base directory or a ``postgresql://`` URL); ``None`` takes
+    ``config.store.url``. ``config``: the configuration to use; ``None`` uses the one recorded in the
+    store, else the defaults. ``models``: the run's model context; ``None`` builds one from
+    ``config.models``. ``create``: False refuses a location that holds no knowledge base yet.
     """
 
     def __init__(
         self,
-        location: str | Path,
+        location: str | Path | None = None,
         config: PipelineConfig | None = None,
         *,
         models: Models | None = None,
+        create: bool = True,
     ) -> None:
-        self.store: Store = open_store(location)
+        where = location if location is not None else config.store.url if config else None
+        if where is None:
+            raise ConfigError("no knowledge base given: pass a location or set [store] url")
+        self.store: Store = open_store(where, store_settings(config) if config else None, create=create)
         self.config: PipelineConfig = config or stored_config(self.store) or load_config()
-        retrieval = self.config.retrieval
-        self.store.settings = StoreSettings(retrieval.hnsw_threshold, retrieval.bm25s_threshold)
+        self.store.settings = store_settings(self.config)
         self.models = models if models is not None else Models(self.config.models)
 
     def close(self) -> None:

@@ -1,14 +1,34 @@
-"""Query terms: lower-cased word tokens without common English function words.
+"""The lexical analyser: what a word is, for BM25 in every store and for extractive answers.
 
-Shared by the BM25 query builder (an OR of every function word would match nearly every chunk and make
-the lexical search slow without changing its ranking much) and the extractive answer's sentence scoring.
+Two views of a text:
+
+- :func:`query_terms`: its distinct content words, lower-cased (common English function words dropped).
+  Extractive answers score sentences with them, and they are what a BM25 query searches for.
+- :func:`index_terms`: every word token, case-folded, diacritics removed (NFKD, combining marks dropped:
+  ``Café`` and ``cafe`` are one term) and stemmed with the Snowball English stemmer (PyStemmer:
+  ``refunds`` and ``refund`` are one term). :func:`search_terms` is the same analysis of a query's
+  content words, each term once.
+
+Every store indexes :func:`index_terms` of a chunk's header + text and ranks :func:`search_terms` of the
+query with Okapi BM25 (``K1``, ``B``), so SQLite and PostgreSQL rank alike: one analyser, one formula.
+Function words are indexed (they count in a chunk's length, as in any BM25) but never searched for: an
+OR of every function word would match nearly every chunk and slow the search without changing its
+ranking much.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
+from functools import lru_cache
+from typing import Any
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+#: Okapi BM25 term-frequency saturation and length normalisation, shared by every store.
+K1 = 1.2
+B = 0.75
+
+#: A word token: a run of letters and digits (the underscore separates words, as in SQLite's tokenizers).
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
 STOPWORDS = frozenset(
     {
@@ -22,8 +42,35 @@ STOPWORDS = frozenset(
 def query_terms(text: str) -> list[str]:
     """The distinct content words of ``text``, lower-cased, in order of first appearance."""
     seen: dict[str, None] = {}
-    for match in _WORD.finditer(text):
-        word = match.group().lower()
+    for match in _WORD.finditer(text.lower()):
+        word = match.group()
         if word not in STOPWORDS:
             seen.setdefault(word, None)
     return list(seen)
+
+
+@lru_cache(maxsize=1)
+def _stemmer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer("english")
+
+
+def _fold(text: str) -> str:
+    """Lower-cased, compatibility-decomposed, without combining marks (``Ǆébut`` -> ``dzebut``)."""
+    text = text.lower()
+    if text.isascii():
+        return text
+    return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
+
+
+def index_terms(text: str) -> list[str]:
+    """Every word of ``text`` as an index term (folded and stemmed), in order, repeats kept."""
+    words = _WORD.findall(_fold(text))
+    return list(_stemmer().stemWords(words)) if words else []
+
+
+def search_terms(text: str) -> list[str]:
+    """The distinct index terms of the content words of ``text``, in order of first appearance."""
+    words = [word for word in _WORD.findall(_fold(text)) if word not in STOPWORDS]
+    return list(dict.fromkeys(_stemmer().stemWords(words))) if words else []

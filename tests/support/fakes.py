@@ -1,19 +1,24 @@
-"""The test doubles, all in one place: a deterministic in-process LLM and a counting embedder.
+"""The test doubles, all in one place: a deterministic in-process LLM and two embedders.
 
 :class:`FakeLLM` implements the :class:`~chunkwise.models.protocols.LLM` protocol: ``structured`` and
 ``chat`` answers come from queues (or a function of the conversation), ``logprobs`` from a score
 function of the continuation, so hypothesis can drive every branch of the checks and repairs, and the
 query stages can be tested with exact replies. :class:`CountingEmbedder` wraps the real embedder and
-counts what it embeds. Tests that need a real model or a real HTTP server use the local models, the
-real OpenAI-compatible server, or the scripted loopback server (for faults) instead.
+counts what it embeds. :class:`HashEmbedder` gives each text a fixed pseudo-random unit vector (no
+model: for tests of storage and ingestion, where many processes would otherwise each load one). Tests
+that need a real model or a real HTTP server use the local models, the real OpenAI-compatible server, or
+the scripted loopback server (for faults) instead.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from chunkwise.errors import LLMResponseError
 from chunkwise.models.protocols import Message, TokenLogprobs
@@ -128,3 +133,20 @@ class CountingEmbedder:
     def embed(self, texts: Sequence[str]) -> Any:
         self.texts += len(texts)
         return self.inner.embed(texts)
+
+
+class HashEmbedder:
+    """Each text's vector is a unit vector seeded by the text's SHA-256: deterministic across processes."""
+
+    name = "hash-16"
+    dim = 16
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        rows = [
+            np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "big")).normal(
+                size=self.dim
+            )
+            for t in texts
+        ]
+        vectors = np.array(rows, dtype=np.float32).reshape(len(texts), self.dim)
+        return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)

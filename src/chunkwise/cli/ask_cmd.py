@@ -28,7 +28,7 @@ from chunkwise.cli.kb_options import (
 def ask_command(
     question: Annotated[str, typer.Argument(help="The question.")],
     *,
-    kb: KbOption,
+    kb: KbOption = None,
     config: ConfigOption = None,
     preset: PresetOption = None,
     max_cost: MaxCostOption = None,

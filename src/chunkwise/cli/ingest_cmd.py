@@ -33,7 +33,7 @@ from chunkwise.ingest.report import IngestEvent
 def ingest_command(
     paths: Annotated[list[Path], typer.Argument(help="Files or directories to ingest.")],
     *,
-    kb: KbOption,
+    kb: KbOption = None,
     config: ConfigOption = None,
     preset: PresetOption = None,
     max_cost: MaxCostOption = None,

@@ -1,8 +1,10 @@
 """What the ``ingest``, ``search`` and ``ask`` commands share: the ``--kb``/``--config``/``--preset``
 options and how they become a :class:`~chunkwise.kb.KnowledgeBase`.
 
-``ingest`` records the configuration it used in the store, so a later ``search`` or ``ask`` on the same
-directory uses the same chunking, headers and stages unless it is given ``--config`` or ``--preset``.
+``--kb`` is a knowledge-base directory or a ``postgresql://user@host:port/db?schema=NAME`` URL; without
+it, the configuration's ``[store] url`` is used. ``ingest`` records the configuration it used in the
+store, so a later ``search`` or ``ask`` on the same knowledge base uses the same chunking, headers and
+stages unless it is given ``--config`` or ``--preset``.
 The knowledge base is opened with its configuration fully resolved (the budget options applied), and
 is not changed afterwards.
 """
@@ -18,9 +20,15 @@ from chunkwise.config import load_config
 from chunkwise.errors import ConfigError
 from chunkwise.kb import KnowledgeBase, stored_config
 from chunkwise.store import open_store
-from chunkwise.store.sqlite import DB_NAME
 
-KbOption = Annotated[Path, typer.Option("--kb", help="Knowledge-base directory.")]
+KbOption = Annotated[
+    str | None,
+    typer.Option(
+        "--kb",
+        help="Knowledge base: a directory or postgresql://user@host:port/db?schema=NAME "
+        "(default: [store] url of the configuration).",
+    ),
+]
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="Pipeline configuration (TOML).")]
 PresetOption = Annotated[str | None, typer.Option("--preset", help="Named preset: fast, chunkrag, dsrag.")]
 MaxCostOption = Annotated[
@@ -39,7 +47,7 @@ JsonOption = Annotated[
 
 
 def open_kb(
-    kb: Path,
+    kb: str | None,
     config: Path | None,
     preset: str | None,
     *,
@@ -52,11 +60,11 @@ def open_kb(
     ``max_cost``/``max_tokens`` override the budget of the ``[models]`` section for this run: the model
     layer refuses the call that would cross it with :class:`~chunkwise.errors.BudgetExceededError`.
     """
-    if not create and not (kb / DB_NAME).is_file():
-        raise ConfigError(f"{kb}: no knowledge base here (run chunkwise ingest first)")
-    if config is not None or preset is not None:
-        resolved = load_config(config, preset)
-    else:
-        with open_store(kb) as store:
-            resolved = stored_config(store) or load_config()
-    return KnowledgeBase(kb, resolved.with_budget(max_cost, max_tokens))
+    given = load_config(config, preset) if config is not None or preset is not None else None
+    location = kb if kb is not None else given.store.url if given is not None else None
+    if location is None:
+        raise ConfigError("no knowledge base given: pass --kb, or a --config with [store] url")
+    if given is None:
+        with open_store(location, create=create) as store:
+            given = stored_config(store) or load_config()
+    return KnowledgeBase(location, given.with_budget(max_cost, max_tokens), create=create)

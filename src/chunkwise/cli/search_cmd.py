@@ -35,7 +35,7 @@ DOC_CHARS = 30
 def search_command(
     query: Annotated[str, typer.Argument(help="The search query.")],
     *,
-    kb: KbOption,
+    kb: KbOption = None,
     k: Annotated[int, typer.Option("-k", help="Number of hits.", min=1)] = 5,
     config: ConfigOption = None,
     preset: PresetOption = None,

@@ -1,20 +1,63 @@
 """Knowledge-base stores: the :class:`~.protocol.Store` protocol and its implementations.
 
-:func:`open_store` picks the implementation from the location: a directory is a
-:class:`~.sqlite.SQLiteStore` (one SQLite file, WAL, vectors beside it in memory).
+:func:`open_store` picks the implementation from the location: a URL (``scheme://...``) by its scheme,
+from :data:`SCHEMES` (``postgresql://`` and ``postgres://`` are a :class:`~.postgres.PostgresStore`);
+anything else is a directory, a :class:`~.sqlite.SQLiteStore` (one SQLite file, WAL, vectors beside it in
+memory). A backend registers its scheme with :func:`register_scheme`; its module is imported only when a
+location names it, so the SQLite path never imports a database driver.
 """
 
 from __future__ import annotations
 
+import importlib
+import re
 from pathlib import Path
 
+from chunkwise.errors import StoreURLError
 from chunkwise.store.protocol import DocumentInfo, Store, StoredChunk, StoreSettings
 
-__all__ = ["DocumentInfo", "Store", "StoreSettings", "StoredChunk", "open_store"]
+__all__ = [
+    "SCHEMES",
+    "DocumentInfo",
+    "Store",
+    "StoreSettings",
+    "StoredChunk",
+    "is_url",
+    "open_store",
+    "register_scheme",
+]
+
+#: URL scheme -> ``module:class`` of the store that opens it; the class is called as
+#: ``cls(location, settings, create=...)``.
+SCHEMES: dict[str, str] = {
+    "postgresql": "chunkwise.store.postgres:PostgresStore",
+    "postgres": "chunkwise.store.postgres:PostgresStore",
+}
+
+_URL = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*)://")
 
 
-def open_store(location: str | Path, settings: StoreSettings | None = None) -> Store:
-    """The store at ``location`` (a knowledge-base directory), created when absent."""
-    from chunkwise.store.sqlite import SQLiteStore
+def register_scheme(scheme: str, target: str) -> None:
+    """Open locations ``scheme://...`` with the store class at ``target`` (``module:class``)."""
+    SCHEMES[scheme] = target
 
-    return SQLiteStore(location, settings)
+
+def is_url(location: str | Path) -> bool:
+    """True when ``location`` is written as a URL (``scheme://...``) rather than a directory."""
+    return isinstance(location, str) and _URL.match(location) is not None
+
+
+def open_store(location: str | Path, settings: StoreSettings | None = None, *, create: bool = True) -> Store:
+    """The store at ``location`` (a URL, or a knowledge-base directory), created when absent unless
+    ``create`` is False (then :class:`~chunkwise.errors.StoreError` says there is none)."""
+    match = _URL.match(location) if isinstance(location, str) else None
+    if match is None:
+        from chunkwise.store.sqlite import SQLiteStore
+
+        return SQLiteStore(location, settings, create=create)
+    scheme = match.group(1).lower()
+    if scheme not in SCHEMES:
+        raise StoreURLError(f"{scheme}://...: unknown store scheme; known: {', '.join(sorted(SCHEMES))}")
+    module, _, name = SCHEMES[scheme].partition(":")
+    store: Store = getattr(importlib.import_module(module), name)(location, settings, create=create)
+    return store

@@ -1,12 +1,15 @@
 """BM25 for large stores: a bm25s index over the chunks of one store generation, kept beside the database.
 
-SQLite FTS5 (in :mod:`.database`) is the lexical index of record: it is written in the same transaction
+SQLite FTS5 (in :mod:`.sqlite`) is the lexical index of record: it is written in the same transaction
 as the chunks, so it is always consistent. But an FTS5 query scores every chunk that holds any query
 term, which grows with the store: ``bench/pipeline_latency.py`` measured it well above bm25s (a
 precomputed sparse score matrix) at 10k chunks and two orders of magnitude above at 100k. So at or above
 ``bm25s_threshold`` chunks, searches go to a bm25s index built from the same header + text rows, saved
 next to the database with the generation it was built for (another process reuses it) and rebuilt
-after a write. Both are Okapi BM25; FTS5 applies the Porter stemmer, bm25s (without PyStemmer) does not.
+after a write. Both rank the same analysed terms (the FTS5 rows hold :func:`chunkwise.terms.index_terms`,
+split here on spaces; queries are :func:`chunkwise.terms.search_terms`) by Okapi BM25 with the same
+``K1`` and ``B`` (bm25s's ``robertson`` variant); they differ only where FTS5 floors the IDF of a term
+found in more than half of the chunks at 1e-6 and bm25s at 0, and in bm25s's float32 scores.
 """
 
 from __future__ import annotations
@@ -20,7 +23,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from chunkwise.terms import query_terms
+from chunkwise.terms import K1, B, search_terms
 
 Keys = npt.NDArray[np.int64]
 
@@ -36,7 +39,7 @@ class LexicalIndex:
     @classmethod
     def open(cls, directory: Path, generation: int, rows: Any) -> LexicalIndex:
         """The saved index of ``generation`` in ``directory``, or one built from ``rows()`` (an iterable of
-        ``(chunk key, text)``) and saved there."""
+        ``(chunk key, analysed terms joined by spaces)``) and saved there."""
         import bm25s
 
         folder, stamp = directory / "bm25s", directory / "bm25s.json"
@@ -45,9 +48,8 @@ class LexicalIndex:
             return cls(keys, bm25s.BM25.load(str(folder), show_progress=False), generation)
         pairs = list(rows())
         keys = np.array([key for key, _ in pairs], dtype=np.int64)
-        retriever = bm25s.BM25()
-        tokens = bm25s.tokenize([text for _, text in pairs], stopwords="en", show_progress=False)
-        retriever.index(tokens, show_progress=False)
+        retriever = bm25s.BM25(k1=K1, b=B, method="robertson")
+        retriever.index([text.split() for _, text in pairs], show_progress=False)
         tmp = directory / "bm25s.tmp"
         shutil.rmtree(tmp, ignore_errors=True)
         retriever.save(str(tmp), show_progress=False)
@@ -59,7 +61,7 @@ class LexicalIndex:
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best chunk keys with a positive BM25 score, best first."""
-        terms = query_terms(query)
+        terms = search_terms(query)
         if not terms or not self.keys.size:
             return []
         found = self.retriever.retrieve([terms], k=min(k, int(self.keys.size)), show_progress=False)

@@ -68,10 +68,16 @@ class DocumentInfo:
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
     """Index settings a store applies: stores of at least ``hnsw_threshold`` chunks search vectors
-    approximately (HNSW), of at least ``bm25s_threshold`` chunks answer BM25 from a precomputed index."""
+    approximately (HNSW), of at least ``bm25s_threshold`` chunks answer BM25 from a precomputed index
+    (SQLite). A server store keeps up to ``pool_size`` connections and builds its HNSW index with
+    ``hnsw_m`` links per node and ``hnsw_ef_construction`` candidates, searching ``hnsw_ef_search``."""
 
     hnsw_threshold: int = 50_000
     bm25s_threshold: int | None = 20_000
+    pool_size: int = 4
+    hnsw_m: int = 16
+    hnsw_ef_construction: int = 64
+    hnsw_ef_search: int = 100
 
 
 class Store(Protocol):
@@ -147,6 +153,11 @@ class Store(Protocol):
 
     def check(self) -> list[str]:
         """Consistency problems, empty when none."""
+        ...
+
+    def repair(self) -> list[str]:
+        """Rebuild what is derived from the stored rows (lexical postings, statistics, indexes); what
+        was done, one line each."""
         ...
 
     def bm25(self, query: str, k: int) -> list[tuple[int, float]]:

@@ -7,9 +7,14 @@ of it. WAL mode lets readers keep searching while one writer ingests; every writ
 
 Why FTS5 for BM25: FTS5 postings live in the same transaction as the chunks, so the lexical index can
 never disagree with the chunk table, and adding or deleting a document touches only its own rows (Okapi
-BM25, k1 = 1.2, b = 0.75, Porter stemmer over Unicode word tokens). Its query time grows with the store,
-so large stores answer BM25 queries from a bm25s sidecar built from these rows (:mod:`.lexical`);
+BM25, k1 = 1.2, b = 0.75). FTS5 indexes the terms of :func:`chunkwise.terms.index_terms` (folded and
+stemmed in Python, joined by spaces, split again by FTS5's ``ascii`` tokenizer, which keeps them as they
+are), so every store ranks the same terms the same way. Its query time grows with the store, so large
+stores answer BM25 queries from a bm25s sidecar built from these rows (:mod:`.lexical`);
 ``bench/pipeline_latency.py`` has the measurements behind the switch.
+
+Schema 2 changed the FTS5 rows from raw text (FTS5's own Porter tokenizer) to analysed terms; a schema-1
+store is upgraded when opened (its FTS5 table rebuilt from the stored chunks and headers).
 """
 
 from __future__ import annotations
@@ -26,14 +31,15 @@ import numpy as np
 
 from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.document import Document, Unit, UnitKind
-from chunkwise.errors import ConfigError
+from chunkwise.errors import ConfigError, StoreError
 from chunkwise.models.protocols import Vectors
 from chunkwise.store.dense import DenseIndex
 from chunkwise.store.lexical import LexicalIndex
 from chunkwise.store.protocol import DocumentInfo, Status, StoredChunk, StoreSettings
-from chunkwise.terms import query_terms
+from chunkwise.store.schema import upgrade
+from chunkwise.terms import index_terms, search_terms
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 DB_NAME = "kb.sqlite"
 
 _SCHEMA = """
@@ -60,22 +66,31 @@ CREATE TABLE IF NOT EXISTS vectors (
     chunk_key INTEGER PRIMARY KEY REFERENCES chunks(chunk_key) ON DELETE CASCADE,
     vector BLOB NOT NULL
 );
-CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts
-    USING fts5(body, tokenize = 'porter unicode61 remove_diacritics 2');
 """
+#: The lexical index: FTS5 over analysed terms, which its ``ascii`` tokenizer leaves as they are.
+_FTS_TABLE = "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(body, tokenize = 'ascii')"
 
 
 def fts_query(text: str) -> str:
-    """An FTS5 MATCH expression: the query's content words, each quoted, joined by OR (``""`` if none)."""
-    return " OR ".join('"' + term.replace('"', '""') + '"' for term in query_terms(text))
+    """An FTS5 MATCH expression: the query's search terms, each quoted, joined by OR (``""`` if none)."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in search_terms(text))
+
+
+def fts_body(header: str, text: str) -> str:
+    """What FTS5 indexes for a chunk: the index terms of its header + text, joined by spaces."""
+    return " ".join(index_terms(contextual_text(header, text)))
 
 
 class SQLiteStore:
     """One knowledge-base directory. Thread-safe for one process (a lock serialises use of the connection);
     open one :class:`SQLiteStore` per process, as many processes as needed (one writer at a time)."""
 
-    def __init__(self, directory: str | Path, settings: StoreSettings | None = None) -> None:
+    def __init__(
+        self, directory: str | Path, settings: StoreSettings | None = None, *, create: bool = True
+    ) -> None:
         self.directory = Path(directory)
+        if not create and not (self.directory / DB_NAME).is_file():
+            raise StoreError(f"{self.directory}: no knowledge base here (run chunkwise ingest first)")
         self.directory.mkdir(parents=True, exist_ok=True)
         self.settings = settings or StoreSettings()
         self._lock = threading.RLock()
@@ -87,18 +102,14 @@ class SQLiteStore:
         self._db.execute("PRAGMA foreign_keys=ON")
         if not self._has_schema():
             with self._write(bump=False):
-                for statement in _SCHEMA.split(";"):
+                for statement in [*_SCHEMA.split(";"), _FTS_TABLE]:
                     if statement.strip():
                         self._db.execute(statement)
                 self._db.execute(
                     "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
                 )
                 self._db.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
-        version = int(self.meta("schema_version") or 0)
-        if version != SCHEMA_VERSION:
-            raise ConfigError(
-                f"{self.directory}: store schema {version} is not the supported {SCHEMA_VERSION}"
-            )
+        upgrade(self.location, int(self.meta("schema_version") or 0), SCHEMA_VERSION, {1: self._upgrade_1})
         self._dense: DenseIndex | None = None
         self._lexical: LexicalIndex | None = None
 
@@ -117,6 +128,33 @@ class SQLiteStore:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def _upgrade_1(self) -> None:
+        """Schema 1 -> 2: FTS5 rows of analysed terms instead of raw text (see the module docstring)."""
+        with self._write() as db:
+            self._rebuild_fts(db)
+            db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+
+    @staticmethod
+    def _rebuild_fts(db: sqlite3.Connection) -> int:
+        """Recreate the FTS5 table from the stored chunks and headers; the number of rows written."""
+        db.execute("DROP TABLE IF EXISTS chunks_fts")
+        db.execute(_FTS_TABLE)
+        rows = db.execute(
+            "SELECT c.chunk_key, h.header, c.text FROM chunks c JOIN headers h USING (chunk_key)"
+        ).fetchall()
+        db.executemany(
+            "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
+            [(key, fts_body(header, text)) for key, header, text in rows],
+        )
+        return len(rows)
+
+    def repair(self) -> list[str]:
+        """Rebuild the lexical index from the stored chunks and headers (one transaction); the bm25s
+        sidecar and the HNSW graph are rebuilt on next use, since the generation moves."""
+        with self._write() as db:
+            count = self._rebuild_fts(db)
+        return [f"rebuilt the BM25 rows of {count} chunks"]
 
     def _has_schema(self) -> bool:
         """True when the tables exist: opening an existing store takes no write lock, so a reader can
@@ -242,8 +280,7 @@ class SQLiteStore:
                     "INSERT INTO vectors VALUES (?, ?)", (key, np.asarray(vector, dtype=np.float32).tobytes())
                 )
                 db.execute(
-                    "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
-                    (key, contextual_text(header, chunk.text)),
+                    "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)", (key, fts_body(header, chunk.text))
                 )
         return "replaced" if replaced else "added"
 
@@ -335,7 +372,8 @@ class SQLiteStore:
         if not match:
             return []
         rows = self._rows(
-            "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+            "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s, rowid"
+            " LIMIT ?",
             (match, k),
         )
         return [(int(key), -float(score)) for key, score in rows]

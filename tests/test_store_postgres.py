@@ -1,0 +1,358 @@
+"""The PostgreSQL store on a real PostgreSQL 18 + pgvector started by the tests: round trips, the same BM25
+and exact-dense top 10 as SQLite, concurrent writers, readers beside a writer, schema versions, check and
+repair, and every bad input as a typed error without the password."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chunkwise.errors import (
+    SchemaVersionError,
+    StoreAuthError,
+    StoreError,
+    StoreExtensionError,
+    StoreUnavailableError,
+    StoreURLError,
+)
+from chunkwise.kb import KnowledgeBase
+from chunkwise.models import Models
+from chunkwise.store import StoreSettings, open_store
+from chunkwise.store.pgurl import parse
+from tests.support.cli import run_chunkwise
+from tests.support.documents import format_docs
+from tests.support.postgres import APP_PASSWORD
+from tests.test_store import DOC, put
+
+pytest.importorskip("psycopg")
+
+
+def test_round_trip_replace_delete_and_check(pg_url):
+    with open_store(pg_url) as store:
+        assert "postgres@" in store.location
+        assert ":@" not in store.location
+        chunks = put(store, DOC)
+        assert store.document("guide.md").to_dict() == DOC.to_dict()
+        assert store.chunk_spans("guide.md") == [(c.start, c.end) for c in chunks]
+        assert store.document_text("guide.md", 10, 30) == DOC.text[10:30]
+        assert store.counts() == {"documents": 1, "chunks": len(chunks), "vectors": len(chunks)}
+        assert store.state("guide.md") == (DOC.content_hash, "f1")
+        [info] = store.documents()
+        assert (info.doc_id, info.chunks, info.title) == ("guide.md", len(chunks), "Travel guide")
+        stored = store.chunks([store.bm25("refund", 1)[0][0]])[0]  # stemmed: refund finds Refunds
+        assert "Refunds take" in stored.text
+        assert stored.header == "Document: guide.md"
+        assert stored.vector is not None
+        assert stored.vector.shape == (8,)
+        assert store.check() == []
+        fewer = put(store, DOC, size=25, fingerprint="f2")
+        assert store.counts()["chunks"] == len(fewer)
+        assert store.check() == []
+        assert store.delete("guide.md")
+        assert not store.delete("guide.md")
+        assert store.counts() == {"documents": 0, "chunks": 0, "vectors": 0}
+        assert store.bm25("refunds", 3) == []
+        assert store.check() == []
+
+
+def test_put_reports_a_skip_inside_its_transaction(pg_url):
+    with open_store(pg_url) as store:
+        put(store, DOC)
+        chunks = put(store, DOC)  # same content and fingerprint: nothing written
+        assert store.counts()["chunks"] == len(chunks)
+        vectors = np.zeros((len(chunks), 8), dtype=np.float32)
+        headers = [""] * len(chunks)
+        assert store.put(DOC, chunks, headers, vectors, fingerprint="f1") == "skipped"
+        assert store.put(DOC, chunks, headers, vectors, fingerprint="f9") == "replaced"
+
+
+@pytest.fixture(scope="module")
+def twin_stores(tmp_path_factory, pg_server, embedder, data_dir):
+    """The committed formats fixtures and the rmc_mini corpus, ingested into SQLite and PostgreSQL."""
+    from chunkwise.parsing.text import text_document
+
+    corpus = [
+        json.loads(line)
+        for line in (data_dir / "eval" / "rmc_mini" / "corpus.jsonl").read_text().splitlines()
+        if line.strip()
+    ]
+    docs = format_docs(data_dir) + [text_document(d["doc_id"], d["text"]) for d in corpus]
+    url = pg_server.url("twins")
+    stores = []
+    for location in (tmp_path_factory.mktemp("sqlite"), url):
+        kb = KnowledgeBase(location, models=Models(embedder=embedder))
+        report = kb.add_documents(docs)
+        assert not report.failed
+        stores.append(kb)
+    yield stores
+    for kb in stores:
+        kb.close()
+
+
+def queries(data_dir: Path) -> list[str]:
+    found = []
+    for name in ("rmc_mini", "xquad_mini"):
+        lines = (data_dir / "eval" / name / "queries.jsonl").read_text().splitlines()
+        found += [json.loads(line)["query"] for line in lines if line.strip()]
+    return found
+
+
+def test_both_stores_rank_alike(twin_stores, data_dir, embedder):
+    """Identical BM25 top 10 (chunk ids and scores) and identical exact-dense top 10, then identical
+    hybrid search hits, on every query of the test data sets."""
+    sqlite, postgres = twin_stores
+    assert sqlite.store.counts() == postgres.store.counts()
+    assert postgres.store.dense_method() == "exact"
+
+    def ids(store, hits):
+        by_key = {c.key: c.chunk_id for c in store.chunks([k for k, _ in hits])}
+        return [by_key[k] for k, _ in hits]
+
+    for query in queries(data_dir)[::3]:
+        lexical = [kb.store.bm25(query, 10) for kb in twin_stores]
+        assert ids(sqlite.store, lexical[0]) == ids(postgres.store, lexical[1]), query
+        assert [s for _, s in lexical[0]] == pytest.approx([s for _, s in lexical[1]], rel=1e-9)
+        vector = embedder.embed([query])[0]
+        dense = [kb.store.dense(vector, 10) for kb in twin_stores]
+        assert ids(sqlite.store, dense[0]) == ids(postgres.store, dense[1]), query
+        hits = [
+            [(h.chunk_id, round(h.score, 6)) for h in kb.query.search(query, k=5, vector=vector)]
+            for kb in twin_stores
+        ]
+        assert hits[0] == hits[1], query
+
+
+def test_hnsw_search_at_the_threshold(twin_stores, embedder):
+    _, postgres = twin_stores
+    store = postgres.store
+    exact = store.dense(embedder.embed(["checked baggage weight"])[0], 10)
+    store.settings = StoreSettings(hnsw_threshold=1, hnsw_ef_search=200)
+    try:
+        assert store.dense_method() == "hnsw"
+        approximate = store.dense(embedder.embed(["checked baggage weight"])[0], 10)
+    finally:
+        store.settings = StoreSettings()
+    assert len({k for k, _ in approximate} & {k for k, _ in exact}) >= 9
+
+
+WRITER = textwrap.dedent(
+    """
+    import sys
+    from chunkwise.kb import KnowledgeBase
+    from chunkwise.models import Models
+    from tests.support.fakes import HashEmbedder
+
+    with KnowledgeBase(sys.argv[1], models=Models(embedder=HashEmbedder())) as kb:
+        report = kb.add(sys.argv[2:])
+    print(len(report.added), len(report.skipped), len(report.failed))
+    """
+)
+
+
+def snapshot(url: str) -> tuple[dict[str, int], list[dict[str, object]], dict[str, list[tuple[int, int]]]]:
+    """What a store holds, without its row keys: counts, documents, and every document's chunk spans."""
+    with open_store(url, create=False) as store:
+        assert store.check() == []
+        docs = store.documents()
+        return (
+            store.counts(),
+            [d.to_dict() for d in docs],
+            {d.doc_id: store.chunk_spans(d.doc_id) for d in docs},
+        )
+
+
+def test_four_concurrent_writers_store_what_one_serial_writer_does(tmp_path, pg_server):
+    files = []
+    for i in range(16):
+        path = tmp_path / "docs" / f"note{i:02}.md"
+        path.parent.mkdir(exist_ok=True)
+        body = "\n\n".join(f"Paragraph {j} of note {i}: item{i}x{j} travels with bag{j}." for j in range(30))
+        path.write_text(f"# Note {i}\n\n{body}\n")
+        files.append(str(path))
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER)
+    root = Path(__file__).resolve().parent.parent
+    concurrent = pg_server.url("concurrent")
+    sets = [files[(4 * w) % 16 :][:10] + files[: max(0, 4 * w - 6)] for w in range(4)]  # overlapping
+    assert len({f for s in sets for f in s}) == 16
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), concurrent, *chosen], env=env, stdout=subprocess.PIPE, text=True
+        )
+        for chosen in sets
+    ]
+    outputs = [p.communicate(timeout=600)[0] for p in procs]
+    assert all(p.returncode == 0 for p in procs), outputs
+    added = sum(int(out.split()[0]) for out in outputs)
+    assert added == 16  # each document was added by exactly one writer; the others skipped it
+    serial = pg_server.url("serial")
+    subprocess.run([sys.executable, str(script), serial, *files], env=env, check=True, capture_output=True)
+    assert snapshot(concurrent) == snapshot(serial)
+
+
+def test_reads_do_not_wait_for_a_writer(pg_url, pg_server):
+    with open_store(pg_url) as store:
+        put(store, DOC)
+        schema = parse(pg_url).schema
+        results: list[int] = []
+        with pg_server.admin() as writer:
+            writer.autocommit = False
+            # an ingest in flight: the statistics row and a document row locked, uncommitted rows added
+            writer.execute(f'UPDATE "{schema}".stats SET chunks = chunks WHERE id = 1')
+            writer.execute(f"DELETE FROM \"{schema}\".documents WHERE doc_id = 'guide.md'")
+
+            def read() -> None:
+                results.append(len(store.bm25("refunds", 5)))
+                results.append(len(store.dense(np.ones(8, dtype=np.float32) / 8**0.5, 3)))
+                results.append(store.counts()["documents"])
+
+            thread = threading.Thread(target=read)
+            thread.start()
+            thread.join(60)
+            finished = not thread.is_alive()
+            writer.rollback()
+        thread.join()
+        assert finished
+        assert results == [1, 3, 1]  # the last committed state
+
+
+def test_schema_versions_and_missing_store(pg_url, pg_server):
+    with pytest.raises(StoreError, match="no knowledge base here"):
+        open_store(pg_url, create=False)
+    open_store(pg_url).close()
+    with pg_server.admin() as conn:
+        conn.execute(f"UPDATE \"{parse(pg_url).schema}\".meta SET value = '99' WHERE key = 'schema_version'")
+    with pytest.raises(SchemaVersionError, match="schema 99 is newer than the supported 1"):
+        open_store(pg_url)
+
+
+def test_check_finds_and_repair_rebuilds_derived_rows(pg_url, pg_server):
+    with open_store(pg_url) as store:
+        put(store, DOC, size=30)
+        schema = parse(pg_url).schema
+        with pg_server.admin() as conn:
+            conn.execute(f"DELETE FROM \"{schema}\".postings WHERE term = 'refund'")
+            conn.execute(f'UPDATE "{schema}".stats SET terms = terms + 5')
+            conn.execute(f'UPDATE "{schema}".chunks SET start = start + 1 WHERE ordinal = 0')
+        problems = store.check()
+        assert any("postings disagree" in p for p in problems)
+        assert any("statistics" in p for p in problems)
+        assert any("differs from their document" in p for p in problems)
+        done = store.repair()
+        assert done[0].startswith("rebuilt the BM25 postings")
+        assert store.check() == ["1 chunks whose text differs from their document at their offsets"]
+        assert store.bm25("refund", 3)
+
+
+def test_malformed_urls_are_typed_errors():
+    for url, reason in [
+        (f"postgresql://app:{APP_PASSWORD}@localhost:notaport/db", "malformed"),
+        (f"postgresql://app:{APP_PASSWORD}@localhost/db?schema=Bad-Name", "not a plain identifier"),
+        ("postgresql://", "needs a host or a database"),
+        ("mysql://app@localhost/db", "unknown store scheme"),
+    ]:
+        with pytest.raises(StoreURLError, match=reason) as caught:
+            open_store(url)
+        assert APP_PASSWORD not in str(caught.value)
+
+
+def test_credentials_from_the_url_pgpassword_and_pgpass(tmp_path, pg_server, monkeypatch):
+    with open_store(pg_server.url("creds", "app", APP_PASSWORD, db="appdb")) as store:
+        assert APP_PASSWORD not in store.location
+    monkeypatch.setenv("PGPASSWORD", APP_PASSWORD)
+    open_store(pg_server.url("creds", "app", db="appdb"), create=False).close()
+    monkeypatch.delenv("PGPASSWORD")
+    passfile = tmp_path / "pgpass"
+    passfile.write_text(f"*:*:appdb:app:{APP_PASSWORD}\n")
+    passfile.chmod(0o600)
+    monkeypatch.setenv("PGPASSFILE", str(passfile))
+    open_store(pg_server.url("creds", "app", db="appdb"), create=False).close()
+    monkeypatch.delenv("PGPASSFILE")
+    monkeypatch.setenv("PGPASSFILE", str(tmp_path / "none"))
+    with pytest.raises(StoreAuthError):
+        open_store(pg_server.url("creds", "app", db="appdb"), create=False)
+
+
+def test_bad_servers_are_typed_errors_without_the_password(pg_server):
+    wrong = "Wr0ng-" + APP_PASSWORD
+    cases = [
+        (f"postgresql://app:{APP_PASSWORD}@127.0.0.1:1/appdb", StoreUnavailableError, "cannot reach"),
+        (pg_server.url("x", "app", wrong, db="appdb"), StoreAuthError, "refused the credentials"),
+        (pg_server.url("x", "app", APP_PASSWORD, db="noext"), StoreExtensionError, "pgvector"),
+    ]
+    for url, error, reason in cases:
+        with pytest.raises(error, match=reason) as caught:
+            open_store(url)
+        assert APP_PASSWORD not in str(caught.value)
+        assert wrong not in str(caught.value)
+
+
+def test_cli_bad_input_is_one_line_exit_2_and_never_shows_the_password(tmp_path, pg_server):
+    wrong = "Wr0ng-" + APP_PASSWORD
+    newer = pg_server.url("newer")
+    open_store(newer).close()
+    with pg_server.admin() as conn:
+        conn.execute("UPDATE newer.meta SET value = '7' WHERE key = 'schema_version'")
+    urls = {
+        "malformed PostgreSQL URL": f"postgresql://app:{APP_PASSWORD}@localhost:99999999/appdb",
+        "cannot reach": f"postgresql://app:{APP_PASSWORD}@127.0.0.1:1/appdb",
+        "refused the credentials": pg_server.url("x", "app", wrong, db="appdb"),
+        "pgvector": pg_server.url("x", "app", APP_PASSWORD, db="noext"),
+        "newer than the supported": newer,
+    }
+    for reason, url in urls.items():
+        done = run_chunkwise("ingest", str(tmp_path), "--kb", url, cwd=tmp_path)
+        assert done.returncode == 2, (reason, done.stderr)
+        assert done.stdout == ""
+        assert len(done.stderr.strip().splitlines()) == 1, done.stderr
+        assert done.stderr.startswith("error: ")
+        assert reason in done.stderr
+        for secret in (APP_PASSWORD, wrong):
+            assert secret not in done.stderr
+    written = [p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()]
+    assert not any(APP_PASSWORD.encode() in data for data in written)
+    assert APP_PASSWORD not in pg_server.log.read_text(errors="replace")
+
+
+def test_samples_through_the_cli_same_hits_as_sqlite(tmp_path, pg_server):
+    """The README's commands: ingest samples/docs into PostgreSQL (password in the URL) and into SQLite,
+    then search and ask give the same hits and answer; the password appears in no output, file or log."""
+    root = Path(__file__).resolve().parent.parent
+    url = pg_server.url("samples", "app", APP_PASSWORD, db="appdb")
+    cache = tmp_path / "cache"
+    outputs = []
+    results = {}
+    for name, kb in (("sqlite", str(tmp_path / "kb")), ("postgres", url)):
+        ingest = run_chunkwise("ingest", str(root / "samples" / "docs"), "--kb", kb, "--json", cache=cache)
+        assert ingest.returncode == 0, ingest.stderr
+        question = "What should I do if my baggage is damaged?"
+        search = run_chunkwise("search", question, "--kb", kb, "-k", "5", "--json", cache=cache)
+        ask = run_chunkwise("ask", question, "--kb", kb, "--json", cache=cache)
+        assert search.returncode == 0, search.stderr
+        assert ask.returncode == 0, ask.stderr
+        outputs += [ingest, search, ask]
+        hits = json.loads(search.stdout)["hits"]
+        answer = json.loads(ask.stdout)
+        results[name] = (
+            [(h["chunk_id"], round(h["score"], 6)) for h in hits],
+            answer["answer"],
+            [(c["doc_id"], c["start"], c["end"]) for c in answer["citations"]],
+        )
+    assert results["sqlite"] == results["postgres"]
+    assert json.loads(outputs[3].stdout)["counts"]["documents"] == 6
+    for done in outputs:
+        assert APP_PASSWORD not in done.stdout + done.stderr
+    assert not any(APP_PASSWORD.encode() in p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())
+    with pg_server.admin("appdb") as conn:
+        stored = " ".join(str(row) for row in conn.execute("SELECT key, value FROM samples.meta"))
+    assert APP_PASSWORD not in stored
+    assert APP_PASSWORD not in pg_server.log.read_text(errors="replace")
