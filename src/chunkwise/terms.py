@@ -5,7 +5,7 @@ Two views of a text:
 - :func:`query_terms`: its distinct content words, lower-cased (common English function words dropped).
   Extractive answers score sentences with them, and they are what a BM25 query searches for.
 - :func:`index_terms`: every word token, case-folded, diacritics removed (NFKD, combining marks dropped:
-  ``Café`` and ``cafe`` are one term) and stemmed with the Snowball English stemmer (PyStemmer:
+  ``Café`` and ``cafe`` are one term) and stemmed with the Porter stemmer (Snowball's, from PyStemmer:
   ``refunds`` and ``refund`` are one term). :func:`search_terms` is the same analysis of a query's
   content words, each term once.
 
@@ -53,7 +53,7 @@ def query_terms(text: str) -> list[str]:
 def _stemmer() -> Any:
     import Stemmer
 
-    return Stemmer.Stemmer("english")
+    return Stemmer.Stemmer("porter")
 
 
 def _fold(text: str) -> str:
@@ -64,13 +64,18 @@ def _fold(text: str) -> str:
     return "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c)).lower()
 
 
+def _stem(words: list[str]) -> list[str]:
+    """Porter stems of words of 3 to 64 characters; shorter and longer words as they are (the rule of
+    SQLite's ``porter`` tokenizer: ``is``, ``as`` and ``us`` stay words, never ``i``, ``a``, ``u``)."""
+    stem = _stemmer().stemWord
+    return [stem(word) if 2 < len(word) <= 64 else word for word in words]
+
+
 def index_terms(text: str) -> list[str]:
     """Every word of ``text`` as an index term (folded and stemmed), in order, repeats kept."""
-    words = _WORD.findall(_fold(text))
-    return list(_stemmer().stemWords(words)) if words else []
+    return _stem(_WORD.findall(_fold(text)))
 
 
 def search_terms(text: str) -> list[str]:
     """The distinct index terms of the content words of ``text``, in order of first appearance."""
-    words = [word for word in _WORD.findall(_fold(text)) if word not in STOPWORDS]
-    return list(dict.fromkeys(_stemmer().stemWords(words))) if words else []
+    return list(dict.fromkeys(_stem([w for w in _WORD.findall(_fold(text)) if w not in STOPWORDS])))
