@@ -76,6 +76,7 @@ class KnowledgeBase:
         where = location if location is not None else config.store.url if config else None
         if where is None:
             raise ConfigError("no knowledge base given: pass a location or set [store] url")
+        self._location = where  # as given: a URL may hold the password Ray workers need to connect
         self.store: Store = open_store(where, store_settings(config) if config else None, create=create)
         self.config: PipelineConfig = config or stored_config(self.store) or load_config()
         self.store.settings = store_settings(self.config)
@@ -101,15 +102,24 @@ class KnowledgeBase:
         """The query pipeline over this knowledge base."""
         return QueryPipeline(self.store, self.models, self.config)
 
-    def add(self, paths: Sequence[str | Path], on_progress: ProgressFn | None = None) -> IngestReport:
+    def add(
+        self, paths: Sequence[str | Path], on_progress: ProgressFn | None = None, *, ray: str | None = None
+    ) -> IngestReport:
         """Parse, chunk, contextualise, embed and store files (directories are searched for supported
         files), one transaction per document. Per-file errors are in ``report.failed``; the batch goes on.
+        ``ray``: run on the Ray cluster at this address (``auto``: the current or a new local one), see
+        :mod:`chunkwise.ingest.ray_ingest`.
 
         Raises:
             BudgetExceededError: a model call would pass the run's budget (documents prepared before it
                 are stored).
+            ClusterError: the Ray cluster does not answer or failed as a whole.
         """
         self._record_config()
+        if ray is not None:
+            from chunkwise.ingest.ray_ingest import ray_add_files
+
+            return ray_add_files(self.ingest, self._location, paths, ray, on_progress)
         return self.ingest.add_files(paths, on_progress)
 
     def add_documents(self, docs: Sequence[Document], on_progress: ProgressFn | None = None) -> IngestReport:

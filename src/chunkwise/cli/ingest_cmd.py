@@ -2,7 +2,8 @@
 
 Directories are searched (recursively) for supported files. A rich progress bar shows the files done;
 each file that fails is reported as ``error: <file>: <reason>`` on stderr and the batch goes on (exit
-status 2 if any failed). Unchanged files are skipped, changed ones replaced. ``--json`` prints the
+status 2 if any failed). Unchanged files are skipped, changed ones replaced. ``--ray auto|ADDRESS`` runs the
+same steps on a Ray cluster (:mod:`chunkwise.ingest.ray_ingest`). ``--json`` prints the
 ingest report (added, replaced, skipped, failed, chunks, seconds, embed_seconds) and accounting totals.
 """
 
@@ -39,6 +40,15 @@ def ingest_command(
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
     as_json: JsonOption = False,
+    ray: Annotated[
+        str | None,
+        typer.Option(
+            "--ray",
+            metavar="auto|ADDRESS",
+            help="Ingest on a Ray cluster (pip install 'chunkwise[ray]'): auto (the running one, else a "
+            "new local one) or its address; parse and chunk in tasks, embed in an actor pool.",
+        ),
+    ] = None,
 ) -> None:
     """Add documents to a knowledge base (one transaction per document)."""
     console = Console(stderr=True)
@@ -58,7 +68,7 @@ def ingest_command(
             def on_progress(event: IngestEvent) -> None:
                 progress.update(task, completed=event.done, description=f"{event.status}: {event.source}")
 
-            report = base.add(paths, on_progress=on_progress)
+            report = base.add(paths, on_progress=on_progress, ray=ray)
         for source, reason in report.failed:
             sys.stderr.write(f"error: {source}: {reason}\n")
         if as_json:

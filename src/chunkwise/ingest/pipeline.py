@@ -12,7 +12,7 @@ already prepared. Every model call (chunkers, headers, the embedder) goes throug
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
@@ -28,6 +28,7 @@ from chunkwise.ingest.headers import ContextualHeaders
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
 from chunkwise.models.context import Models
+from chunkwise.models.protocols import Vectors
 from chunkwise.store.protocol import Store
 
 
@@ -75,7 +76,7 @@ class IngestPipeline:
     def add_files(self, paths: Sequence[str | Path], on_progress: ProgressFn | None = None) -> IngestReport:
         """Parse and ingest files (directories are searched for supported files)."""
         files = expand_paths(paths)
-        return self.run(_parsed(files), len(files), on_progress)
+        return self.run((parse_one(file) for file in files), len(files), on_progress)
 
     def add_documents(self, docs: Sequence[Document], on_progress: ProgressFn | None = None) -> IngestReport:
         """Ingest already-parsed documents (evaluation data sets come this way)."""
@@ -91,7 +92,7 @@ class IngestPipeline:
             for item in items:
                 if isinstance(item, Failure):
                     batch.fail(item.source, item.reason)
-                elif self.store.state(item.id) == (item.content_hash, batch.fingerprint):
+                elif self.unchanged(item, batch.fingerprint):
                     batch.done(item.id, "skipped")
                 else:
                     batch.prepare(item)
@@ -99,6 +100,23 @@ class IngestPipeline:
         finally:
             batch.report.seconds = time.perf_counter() - began
         return batch.report
+
+    def begin(self) -> str:
+        """Load the embedder, record it in the store (refusing another one) and return the ingest
+        fingerprint of this run's configuration with it."""
+        embedder = self.models.embedder()
+        self.store.check_embedder(embedder.name, embedder.dim)
+        return self.config.ingest_fingerprint(embedder.name)
+
+    def unchanged(self, doc: Document, fingerprint: str) -> bool:
+        """True when the store holds ``doc`` with the same content and ingest fingerprint."""
+        return self.store.state(doc.id) == (doc.content_hash, fingerprint)
+
+    def store_prepared(self, item: Prepared, vectors: Vectors, fingerprint: str) -> Status:
+        """Store a prepared document with its vectors in one transaction; what was committed."""
+        return self.store.put(
+            item.doc, item.chunks, item.headers, vectors, fingerprint=fingerprint, summary=item.summary
+        )
 
     def prepare(self, doc: Document) -> Prepared:
         """Chunk ``doc`` and build each chunk's header (the chunk's own context, such as a table's header
@@ -117,9 +135,8 @@ class _Batch:
 
     def __init__(self, pipeline: IngestPipeline, total: int, on_progress: ProgressFn | None) -> None:
         self.pipeline = pipeline
+        self.fingerprint = pipeline.begin()
         self.embedder = pipeline.models.embedder()
-        pipeline.store.check_embedder(self.embedder.name, self.embedder.dim)
-        self.fingerprint = pipeline.config.ingest_fingerprint(self.embedder.name)
         self.total = total
         self.on_progress = on_progress
         self.report = IngestReport()
@@ -154,36 +171,31 @@ class _Batch:
 
     def flush(self) -> None:
         """Embed the pending chunks in one call and store each pending document in its transaction."""
-        texts = [
-            contextual_text(h, c.text) for p in self.pending for c, h in zip(p.chunks, p.headers, strict=True)
-        ]
+        texts = chunk_texts(self.pending)
         began = time.perf_counter()
         vectors = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), dtype=np.float32)
         self.report.embed_seconds += time.perf_counter() - began
         row = 0
         for item in self.pending:
             n = len(item.chunks)
-            status = self.pipeline.store.put(
-                item.doc,
-                item.chunks,
-                item.headers,
-                vectors[row : row + n],
-                fingerprint=self.fingerprint,
-                summary=item.summary,
-            )
+            status = self.pipeline.store_prepared(item, vectors[row : row + n], self.fingerprint)
             row += n
             self.done(item.doc.id, status, n if status != "skipped" else 0)
         self.pending.clear()
 
 
-def _parsed(files: Sequence[Path]) -> Iterator[Document | Failure]:
-    """Each file parsed, or the reason it could not be (a parser bug is reported, not raised)."""
+def chunk_texts(items: Sequence[Prepared]) -> list[str]:
+    """What the embedder reads for every chunk of ``items``, in order: header + text."""
+    return [contextual_text(h, c.text) for p in items for c, h in zip(p.chunks, p.headers, strict=True)]
+
+
+def parse_one(file: Path) -> Document | Failure:
+    """``file`` parsed, or the reason it could not be (a parser bug is reported, not raised)."""
     from chunkwise.parsing import parse_file
 
-    for file in files:
-        try:
-            yield parse_file(file)
-        except (ChunkwiseError, OSError) as exc:
-            yield Failure(str(file), str(exc))
-        except Exception as exc:  # a parser bug must not end the batch; it is reported as such
-            yield Failure(str(file), f"unexpected {type(exc).__name__}: {exc}")
+    try:
+        return parse_file(file)
+    except (ChunkwiseError, OSError) as exc:
+        return Failure(str(file), str(exc))
+    except Exception as exc:  # a parser bug must not end the batch; it is reported as such
+        return Failure(str(file), f"unexpected {type(exc).__name__}: {exc}")

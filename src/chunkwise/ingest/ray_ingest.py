@@ -1,0 +1,236 @@
+"""Distributed ingestion on Ray Data: ``chunkwise ingest PATH... --kb URL --ray auto|ADDRESS``.
+
+The file list becomes a Ray dataset, one file per row, and flows through the ingest pipeline's own steps:
+
+1. **Prepare, in tasks**: each file is parsed (:func:`~.pipeline.parse_one`), skipped when the store
+   already holds it with the same content and settings (:meth:`~.pipeline.IngestPipeline.unchanged`),
+   else chunked and given its headers (:meth:`~.pipeline.IngestPipeline.prepare`). Each worker process
+   builds its pipeline once (its store connection and its own :class:`~chunkwise.models.Models`).
+2. **Embed, in an actor pool**: each actor loads the embedder once and embeds the chunks of a batch of
+   documents sorted by length (similar lengths share a model batch, so little padding is computed).
+3. **Store, one transaction per document**: a server store (PostgreSQL) takes any number of writers, so
+   the actors store what they embedded; SQLite takes one writer, so the driver stores it. Either way
+   :meth:`~chunkwise.store.protocol.Store.put` decides ``added``/``replaced``/``skipped`` inside the
+   transaction, so a retried batch never stores a document twice.
+
+The result equals a serial ingest: the same documents, chunk ids, texts and headers, and vectors equal to
+within float rounding (model batches differ). A file that cannot be parsed or chunked is reported as a
+serial ingest reports it. Ray retries the tasks and restarts the actors of a worker that dies; documents
+committed before stay committed, and a re-run stores the rest. Each worker process keeps its own model
+ledger and budget: ``--max-cost`` bounds each worker, not the cluster, and a spent budget fails the
+documents it stops rather than the whole run.
+
+The driver loads the embedder once to record it in the store and fingerprint the settings (as a serial
+ingest does), then reads the results as they arrive, for the progress bar and the report. Imported only
+with ``--ray``: Ray is the ``[ray]`` extra.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import partial
+from pathlib import Path
+from typing import Any, cast
+from urllib.parse import urlsplit
+
+import numpy as np
+
+from chunkwise.config import PipelineConfig
+from chunkwise.errors import ChunkwiseError, ClusterError
+from chunkwise.ingest.paths import expand_paths
+from chunkwise.ingest.pipeline import Failure, IngestPipeline, Prepared, chunk_texts, parse_one
+from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
+from chunkwise.models.context import Models
+from chunkwise.models.protocols import Vectors
+from chunkwise.store import is_url, open_store
+
+#: Ray resources of one prepare task and one embedding actor: on N cores, N actors and N prepare tasks
+#: fit at once, and each actor's model runs on one thread (Ray sets OMP_NUM_THREADS from ``num_cpus``).
+PREPARE_CPUS = 0.25
+EMBED_CPUS = 0.75
+#: Documents per embedding batch.
+DOCS_PER_BATCH = 8
+#: Seconds to wait for a cluster address to accept a connection.
+CONNECT_TIMEOUT = 10.0
+
+
+@dataclass(frozen=True)
+class Job:
+    """What every worker needs: the store location as given (it may carry a password: it travels to the
+    workers in memory and is never shown), the configuration, the run's fingerprint, and whether the
+    workers store (a server store) or the driver does (SQLite)."""
+
+    location: str
+    config: PipelineConfig
+    fingerprint: str
+    workers_store: bool
+
+
+@dataclass
+class Outcome:
+    """One file's way through the dataset: ``source`` (document id once parsed), ``status`` (``failed``,
+    ``skipped``, ``prepared``, ``embedded``, or what the store committed), and what later steps need."""
+
+    source: str
+    status: str
+    reason: str = ""
+    prepared: Prepared | None = None
+    vectors: Vectors | None = field(default=None, repr=False)
+    chunks: int = 0
+    embed_seconds: float = 0.0
+
+
+def connect(address: str) -> None:
+    """Join the Ray cluster at ``address`` (``auto``: the one ``RAY_ADDRESS`` or a local ``ray start``
+    names, else a new local one); :class:`ClusterError` when the address does not answer."""
+    import ray
+
+    if ray.is_initialized():
+        return
+    options: dict[str, Any] = {"logging_level": logging.WARNING, "include_dashboard": False}
+    if address != "auto":
+        parts = urlsplit(address if "://" in address else f"ray://{address}")
+        try:
+            host, port = parts.hostname, parts.port
+            if not host or not port:
+                raise ValueError("expected HOST:PORT")
+            socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
+        except (OSError, ValueError) as exc:
+            raise ClusterError(f"Ray cluster {address}: does not answer ({exc})") from None
+        options["address"] = address
+    try:
+        ray.init(**options)
+    except Exception as exc:  # Ray raises ConnectionError, RuntimeError or its own types here
+        raise ClusterError(f"Ray cluster {address}: {type(exc).__name__}: {exc}") from None
+    ray.data.DataContext.get_current().enable_progress_bars = False  # the caller shows its own
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
+
+
+#: This worker process's pipeline and the job it was built for (at most one).
+_WORKER: list[tuple[Job, IngestPipeline]] = []
+
+
+def _pipeline(job: Job) -> IngestPipeline:
+    """This worker process's pipeline for ``job`` (built once: a store connection and a Models)."""
+    if not _WORKER or _WORKER[0][0] != job:
+        store = open_store(job.location, create=False)
+        _WORKER[:] = [(job, IngestPipeline(store, Models(job.config.models), job.config))]
+    return _WORKER[0][1]
+
+
+def prepare_row(row: dict[str, Any], job: Job) -> dict[str, Any]:
+    """Task: parse, skip-check and prepare one file (a failure becomes the file's outcome)."""
+    pipeline = _pipeline(job)
+    item = parse_one(Path(row["path"]))
+    if isinstance(item, Failure):
+        outcome = Outcome(item.source, "failed", item.reason)
+    elif pipeline.unchanged(item, job.fingerprint):
+        outcome = Outcome(item.id, "skipped")
+    else:
+        try:
+            outcome = Outcome(item.id, "prepared", prepared=pipeline.prepare(item))
+        except ChunkwiseError as exc:
+            outcome = Outcome(item.source or item.id, "failed", str(exc))
+    return {"outcome": pickle.dumps(outcome)}
+
+
+class Embed:
+    """Actor: embeds the prepared documents of a batch (their chunks sorted by length) and, for a server
+    store, stores each in its transaction."""
+
+    def __init__(self, job: Job) -> None:
+        self.job = job
+        self.pipeline = _pipeline(job)
+        self.embedder = self.pipeline.models.embedder()
+
+    def __call__(self, batch: dict[str, Any]) -> dict[str, list[bytes]]:
+        outcomes: list[Outcome] = [pickle.loads(blob) for blob in batch["outcome"]]
+        ready = [o for o in outcomes if o.prepared is not None]
+        texts = chunk_texts([o.prepared for o in ready if o.prepared is not None])
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        vectors = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
+        began = time.perf_counter()
+        if texts:
+            vectors[order] = self.embedder.embed([texts[i] for i in order])
+        seconds = time.perf_counter() - began
+        row = 0
+        for outcome in ready:
+            assert outcome.prepared is not None
+            n = len(outcome.prepared.chunks)
+            outcome.vectors, outcome.chunks, outcome.status = vectors[row : row + n], n, "embedded"
+            outcome.embed_seconds = seconds * n / max(1, len(texts))
+            row += n
+            if self.job.workers_store:
+                outcome.status = self.pipeline.store_prepared(
+                    outcome.prepared, outcome.vectors, self.job.fingerprint
+                )
+                outcome.prepared = outcome.vectors = None
+        return {"outcome": [pickle.dumps(o) for o in outcomes]}
+
+
+def ray_add_files(
+    pipeline: IngestPipeline,
+    location: str | Path,
+    paths: Sequence[str | Path],
+    address: str = "auto",
+    on_progress: ProgressFn | None = None,
+) -> IngestReport:
+    """Ingest files on the Ray cluster at ``address`` into the store at ``location`` (the same store as
+    ``pipeline.store``, named so that workers can open it); see the module docstring."""
+    files = expand_paths(paths)
+    report = IngestReport()
+    began = time.perf_counter()
+    connect(address)
+    import ray
+
+    fingerprint = pipeline.begin()
+    workers_store = is_url(str(location))
+    job = Job(str(location), pipeline.config, fingerprint, workers_store)
+    resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
+    cpus = max(1, int(resources.get("CPU", 1)))
+    dataset = (
+        ray.data.from_items([{"path": str(f)} for f in files], override_num_blocks=max(1, len(files)))
+        .map(partial(prepare_row, job=job), num_cpus=PREPARE_CPUS)
+        .map_batches(
+            Embed,
+            fn_constructor_kwargs={"job": job},
+            batch_size=DOCS_PER_BATCH,
+            compute=ray.data.ActorPoolStrategy(size=cpus),
+            num_cpus=EMBED_CPUS,
+        )
+    )
+    done = 0
+    try:
+        rows = dataset.iter_rows() if files else iter(())
+        for row in rows:
+            outcome: Outcome = pickle.loads(row["outcome"])
+            status = _finish(pipeline, outcome, fingerprint)
+            if status == "failed":
+                report.failed.append((outcome.source, outcome.reason))
+            else:
+                report.record(outcome.source, status, outcome.chunks if status != "skipped" else 0)
+            report.embed_seconds += outcome.embed_seconds
+            done += 1
+            if on_progress is not None:
+                on_progress(IngestEvent(outcome.source, status, done, len(files), outcome.chunks))
+    except ChunkwiseError:
+        raise
+    except Exception as exc:  # a failure of the cluster as a whole (retries exhausted, lost driver)
+        raise ClusterError(f"Ray ingest stopped after {done} of {len(files)} files: {exc}") from None
+    finally:
+        report.seconds = time.perf_counter() - began
+    return report
+
+
+def _finish(pipeline: IngestPipeline, outcome: Outcome, fingerprint: str) -> Status:
+    """The outcome's final status: the driver stores what the workers embedded but did not store."""
+    if outcome.status == "embedded":
+        assert outcome.prepared is not None
+        assert outcome.vectors is not None
+        return pipeline.store_prepared(outcome.prepared, outcome.vectors, fingerprint)
+    return cast(Status, outcome.status)

@@ -1,0 +1,153 @@
+"""Distributed ingestion on a real local Ray cluster (two CPUs) into real PostgreSQL and SQLite stores:
+the same result as a serial ingest, per-file failures as a serial ingest reports them, a worker killed
+mid-run, and a cluster address that does not answer."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chunkwise.config import from_dict
+from chunkwise.kb import KnowledgeBase
+from chunkwise.models import Models
+from chunkwise.store import open_store
+from chunkwise.store.pgurl import parse
+from tests.support.cli import run_chunkwise
+from tests.support.fakes import HashEmbedder
+from tests.test_store_postgres import snapshot
+
+ray = pytest.importorskip("ray")
+pytest.importorskip("psycopg")
+
+#: No embedding cache: the Ray workers must compute every vector themselves.
+CONFIG = {"models": {"cache": False}}
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():  # type: ignore[no-untyped-def]
+    """A local Ray cluster of two CPUs for this module; its address."""
+    ray.init(num_cpus=2, include_dashboard=False, logging_level="WARNING")
+    yield ray.get_runtime_context().gcs_address
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def inputs(tmp_path_factory, data_dir):
+    """The committed fixtures in five formats and one file that cannot be parsed."""
+    folder = tmp_path_factory.mktemp("inputs")
+    for path in sorted((data_dir / "formats").iterdir())[:12]:
+        (folder / path.name).write_bytes(path.read_bytes())
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7 this is not a PDF")
+    return folder
+
+
+def stored_chunks(server, url: str) -> dict[str, tuple[str, str, np.ndarray]]:
+    """chunk id -> (text, header, vector) of every chunk of the store at ``url``."""
+    schema = parse(url).schema
+    with server.admin() as conn:
+        from pgvector.psycopg import register_vector
+
+        register_vector(conn)
+        rows = conn.execute(
+            f'SELECT c.chunk_id, c.text, c.header, v.embedding FROM "{schema}".chunks c'
+            f' JOIN "{schema}".vectors v USING (chunk_key)'
+        ).fetchall()
+    return {cid: (text, header, np.asarray(vector.to_numpy())) for cid, text, header, vector in rows}
+
+
+def test_ray_ingest_equals_a_serial_ingest(pg_server, ray_cluster, inputs, tmp_path):
+    config = from_dict(CONFIG)
+    serial_url, ray_url = pg_server.url("serial_ingest"), pg_server.url("ray_ingest")
+    with KnowledgeBase(serial_url, config) as kb:
+        serial = kb.add([inputs])
+    with KnowledgeBase(ray_url, config) as kb:
+        distributed = kb.add([inputs], ray="auto")
+    assert serial.failed == distributed.failed
+    assert [source for source, _ in distributed.failed] == [str(inputs / "broken.pdf")]
+    assert sorted(serial.added) == sorted(distributed.added)
+    assert serial.chunks == distributed.chunks
+    assert snapshot(serial_url) == snapshot(ray_url)
+    one, other = stored_chunks(pg_server, serial_url), stored_chunks(pg_server, ray_url)
+    assert one.keys() == other.keys()
+    for chunk_id, (text, header, vector) in one.items():
+        assert (text, header) == other[chunk_id][:2]
+        assert float(vector @ other[chunk_id][2]) >= 1 - 1e-5
+    with KnowledgeBase(ray_url, config) as kb:  # unchanged files are skipped on the cluster too
+        again = kb.add([inputs], ray="auto")
+    assert sorted(again.skipped) == sorted(serial.added)
+    assert again.failed == serial.failed
+
+
+def test_ray_ingest_into_sqlite_has_one_writer(pg_server, ray_cluster, inputs, tmp_path):
+    config = from_dict(CONFIG)
+    with KnowledgeBase(tmp_path / "serial", config) as kb:
+        serial = kb.add([inputs])
+        serial_docs = [d.to_dict() for d in kb.store.documents()]
+    with KnowledgeBase(tmp_path / "ray", config) as kb:
+        distributed = kb.add([inputs], ray="auto")
+        assert kb.store.check() == []
+        assert [d.to_dict() for d in kb.store.documents()] == serial_docs
+    assert distributed.failed == serial.failed
+
+
+def embed_workers() -> list[int]:
+    """Process ids of the Ray actors that embed (their process title names the operator)."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        cmdline = " ".join(proc.info["cmdline"] or [])
+        if "MapBatches(Embed)" in cmdline:
+            found.append(proc.info["pid"])
+    return found
+
+
+def test_a_worker_killed_mid_run_loses_and_duplicates_nothing(pg_server, ray_cluster, tmp_path):
+    folder = tmp_path / "notes"
+    folder.mkdir()
+    for i in range(24):
+        body = "\n\n".join(f"Note {i}, paragraph {j}: fare class F{j} allows {i + j} kg." for j in range(40))
+        (folder / f"note{i:02}.md").write_text(f"# Note {i}\n\n{body}\n")
+    config = tmp_path / "config.toml"
+    config.write_text("[models]\ncache = false\n")
+    url = pg_server.url("killed")
+    env = {"PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    args = ("ingest", str(folder), "--kb", url, "--config", str(config), "--ray", ray_cluster, "--json")
+    full = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **env}
+    run = subprocess.Popen(
+        [sys.executable, "-m", "chunkwise", *args], env=full, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+    )
+    killed = []
+    while run.poll() is None and not killed:
+        with open_store(url) as store:
+            stored = store.counts()["documents"]
+        workers = embed_workers()
+        if stored >= 2 and workers:
+            os.kill(workers[0], signal.SIGKILL)
+            killed.append(workers[0])
+        time.sleep(0.5)
+    run.communicate(timeout=600)
+    assert killed, "the ingest ended before a worker could be killed"
+    with open_store(url) as store:
+        assert store.check() == []  # whatever the first run stored is whole
+    rerun = run_chunkwise(*args, env=env)
+    assert rerun.returncode == 0, rerun.stderr
+    reference = pg_server.url("killed_reference")
+    with KnowledgeBase(reference, from_dict(CONFIG), models=Models(embedder=HashEmbedder())) as kb:
+        kb.add([folder])
+    assert snapshot(url) == snapshot(reference)
+
+
+def test_a_ray_address_that_does_not_answer(tmp_path, data_dir):
+    done = run_chunkwise(
+        "ingest", str(data_dir / "formats"), "--kb", str(tmp_path / "kb"), "--ray", "127.0.0.1:1"
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines()[-1].startswith("error: Ray cluster 127.0.0.1:1: does not answer")
