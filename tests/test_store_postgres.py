@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -356,3 +358,22 @@ def test_samples_through_the_cli_same_hits_as_sqlite(tmp_path, pg_server):
         stored = " ".join(str(row) for row in conn.execute("SELECT key, value FROM samples.meta"))
     assert APP_PASSWORD not in stored
     assert APP_PASSWORD not in pg_server.log.read_text(errors="replace")
+
+
+def test_pg_start_and_stop_a_local_server(tmp_path):
+    directory = Path(tempfile.mkdtemp(prefix="chunkwise-pg-cli-")) / "data"
+    try:
+        started = run_chunkwise("pg", "start", str(directory))
+        assert started.returncode == 0, started.stderr
+        url = started.stdout.strip() + "&schema=cli"
+        with open_store(url) as store:
+            put(store, DOC)
+            assert store.counts()["documents"] == 1
+        stopped = run_chunkwise("pg", "stop", str(directory))
+        assert stopped.stderr.startswith("stopped")
+        with pytest.raises(StoreUnavailableError):
+            open_store(url)
+        assert run_chunkwise("pg", "stop", str(directory)).stderr.startswith("not running")
+    finally:
+        run_chunkwise("pg", "stop", str(directory))
+        shutil.rmtree(directory.parent, ignore_errors=True)

@@ -22,6 +22,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "chunkwise.cli.ask_cmd",
     "chunkwise.cli.eval_cmd",
     "chunkwise.cli.tune_cmd",
+    "chunkwise.cli.pg_cmd",
 )
 
 app = typer.Typer(

