@@ -47,7 +47,7 @@ from chunkwise.models import Models
 from chunkwise.parsing.text import text_document
 from chunkwise.query.segments import PRESETS, best_segments, chunk_values
 from chunkwise.query.trace import Trace
-from chunkwise.store import StoreSettings
+from chunkwise.store import Store, StoreSettings
 from chunkwise.store.sqlite import SQLiteStore
 
 RESULTS = Path(__file__).resolve().parent / "results" / "pipeline_latency.json"
@@ -164,12 +164,11 @@ def clustered_vectors(n: int, rng: np.random.Generator, noise: float = 0.5) -> n
     return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
 
-def synthetic_store(
-    directory: Path, n: int, words: np.ndarray, rng: np.random.Generator
-) -> tuple[SQLiteStore, list[str], float]:
-    """A store of ``n`` synthetic chunks (120 words each, 100 per document); returns it, the chunk texts
-    and the seconds spent writing."""
-    store = SQLiteStore(directory, StoreSettings(hnsw_threshold=10**9, bm25s_threshold=None))
+def fill_synthetic(
+    store: Store, n: int, words: np.ndarray, rng: np.random.Generator
+) -> tuple[list[str], float]:
+    """Write ``n`` synthetic chunks (120 words each, 100 per document) into ``store``; returns the chunk
+    texts and the seconds spent writing. The same ``rng`` seed gives the same chunks in any store."""
     store.check_embedder("synthetic", DIM)
     texts: list[str] = []
     began = time.perf_counter()
@@ -186,7 +185,17 @@ def synthetic_store(
         vectors = clustered_vectors(per_doc, rng)
         store.put(doc, chunks, [""] * per_doc, vectors, fingerprint="synthetic")
         texts.extend(pieces)
-    return store, texts, time.perf_counter() - began
+    return texts, time.perf_counter() - began
+
+
+def synthetic_store(
+    directory: Path, n: int, words: np.ndarray, rng: np.random.Generator
+) -> tuple[SQLiteStore, list[str], float]:
+    """A SQLite store of ``n`` synthetic chunks (:func:`fill_synthetic`); returns it, the chunk texts
+    and the seconds spent writing."""
+    store = SQLiteStore(directory, StoreSettings(hnsw_threshold=10**9, bm25s_threshold=None))
+    texts, seconds = fill_synthetic(store, n, words, rng)
+    return store, texts, seconds
 
 
 def timed(fn: Callable[[], Any], repeats: int) -> list[float]:

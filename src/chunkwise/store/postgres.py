@@ -139,6 +139,7 @@ class PostgresStore:
         self._where = pgurl.parse(url)
         self._settings = settings or StoreSettings()
         self._s = f'"{self._where.schema}"'
+        self._vectors = False
         with self._connect() as conn:
             self._setup(conn, create)
         self._psycopg = psycopg
@@ -312,6 +313,7 @@ class PostgresStore:
                         f"INSERT INTO {self._s}.meta VALUES ('embedder', %s), ('dim', %s)", (name, str(dim))
                     )
                     stored = name
+        self._vectors = True
         if stored != name:
             raise ConfigError(
                 f"{self.location}: built with embedder {stored!r}, not {name!r}; use a new schema"
@@ -407,20 +409,33 @@ class PostgresStore:
                             length,
                         )
                     )
-            self._copy_postings(cur, keys, lengths, counts)
-            with cur.copy(f"COPY {s}.vectors (chunk_key, embedding) FROM STDIN") as copy:
+            self._copy_postings(conn, keys, lengths, counts)
+            with cur.copy(f"COPY {s}.vectors (chunk_key, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+                copy.set_types(["int8", "vector"])
                 for key, vector in zip(keys, vectors, strict=True):
                     copy.write_row((key, np.asarray(vector, dtype=np.float32)))
             self._add_stats(conn, len(chunks) - removed[0], sum(lengths) - removed[1])
         return "replaced" if stored is not None else "added"
 
     def _copy_postings(
-        self, cur: Any, keys: Sequence[int], lengths: Sequence[int], counts: Sequence[Counter[str]]
+        self, conn: Any, keys: Sequence[int], lengths: Sequence[int], counts: Sequence[Counter[str]]
     ) -> None:
-        with cur.copy(f"COPY {self._s}.postings (term, chunk_key, tf, dl) FROM STDIN") as copy:
-            for key, length, count in zip(keys, lengths, counts, strict=True):
-                for term, tf in count.items():
-                    copy.write_row((term, key, tf, length))
+        """Insert the postings of chunks ``keys`` as four parallel arrays (one statement)."""
+        terms: list[str] = []
+        owners: list[int] = []
+        tfs: list[int] = []
+        dls: list[int] = []
+        for key, length, count in zip(keys, lengths, counts, strict=True):
+            terms.extend(count)
+            tfs.extend(count.values())
+            owners.extend([key] * len(count))
+            dls.extend([length] * len(count))
+        if terms:
+            conn.execute(
+                f"INSERT INTO {self._s}.postings (term, chunk_key, tf, dl)"
+                " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::int[], %s::int[])",
+                (terms, owners, tfs, dls),
+            )
 
     def _add_stats(self, conn: Any, chunks: int, terms: int) -> None:
         """Move the BM25 statistics (the last statement of a write: its row lock is held briefly)."""
@@ -496,7 +511,7 @@ class PostgresStore:
 
     def counts(self) -> dict[str, int]:
         """Numbers of documents, chunks and vectors."""
-        vectors = "(SELECT count(*) FROM {s}.vectors)" if self.meta("dim") else "0"
+        vectors = "(SELECT count(*) FROM {s}.vectors)" if self._has_vectors() else "0"
         documents, chunks, stored = self._rows(
             "SELECT (SELECT count(*) FROM {s}.documents), (SELECT count(*) FROM {s}.chunks), " + vectors
         )[0]
@@ -507,7 +522,7 @@ class PostgresStore:
         its length, the BM25 statistics match the chunks, every document has chunks, and every chunk's
         and unit's offsets hold in its document's text (re-read document by document)."""
         problems = []
-        vectors = self.meta("dim") is not None
+        vectors = self._has_vectors()
         checks = {
             "documents without chunks": "SELECT count(*) FROM {s}.documents d"
             " WHERE NOT EXISTS (SELECT 1 FROM {s}.chunks c WHERE c.doc_id = d.doc_id)",
@@ -592,7 +607,7 @@ class PostgresStore:
                 f" coalesce(sum(terms), 0) AS terms FROM {self._s}.chunks) c WHERE t.id = 1"
             )
         done.append("recounted the BM25 statistics")
-        if self.meta("dim") is not None:
+        if self._has_vectors():
             with self._conn() as conn:
                 conn.execute(f"REINDEX INDEX {self._s}.vectors_hnsw")
             done.append("rebuilt the HNSW index")
@@ -608,22 +623,29 @@ class PostgresStore:
         rows = self._rows(_BM25, {"terms": terms, "k1": K1, "b": B, "k": k})
         return [(int(key), float(score)) for key, score in rows]
 
-    def _size(self) -> int:
-        return int(self._rows("SELECT chunks FROM {s}.stats")[0][0])
+    def _has_vectors(self) -> bool:
+        """True once an embedder is recorded and the vector table exists (it is never dropped)."""
+        if not self._vectors:
+            self._vectors = self.meta("dim") is not None
+        return self._vectors
+
+    def _approximate(self, conn: Any) -> bool:
+        size = conn.execute(f"SELECT chunks FROM {self._s}.stats").fetchone()[0]
+        return bool(size >= self._settings.hnsw_threshold)
 
     def dense_method(self) -> str:
         """``hnsw`` when the store holds at least ``settings.hnsw_threshold`` chunks, else ``exact``."""
-        return "hnsw" if self._size() >= self._settings.hnsw_threshold else "exact"
+        with self._conn() as conn:
+            return "hnsw" if self._approximate(conn) else "exact"
 
     def dense(self, vector: Vectors, k: int) -> list[tuple[int, float]]:
         """The ``k`` nearest chunk keys by cosine: a sequential scan below ``hnsw_threshold`` chunks (exact,
-        ties by key), the HNSW index at or above it."""
-        if self.meta("dim") is None:
+        ties by key), the HNSW index at or above it (one transaction, so one connection)."""
+        if not self._has_vectors():
             return []
         query = np.asarray(vector, dtype=np.float32)
-        approximate = self.dense_method() == "hnsw"
         with self._conn() as conn, conn.transaction():
-            if approximate:
+            if self._approximate(conn):
                 conn.execute(f"SET LOCAL hnsw.ef_search = {max(int(self._settings.hnsw_ef_search), k)}")
                 order = "embedding <=> %(q)s"
             else:
@@ -640,8 +662,9 @@ class PostgresStore:
         """The chunks of ``keys`` with their vectors, in the given order (missing keys skipped)."""
         if not keys:
             return []
-        vector = "v.embedding" if self.meta("dim") else "NULL"
-        join = "LEFT JOIN {s}.vectors v USING (chunk_key)" if self.meta("dim") else ""
+        vectors = self._has_vectors()
+        vector = "v.embedding" if vectors else "NULL"
+        join = "LEFT JOIN {s}.vectors v USING (chunk_key)" if vectors else ""
         rows = self._rows(
             'SELECT c.chunk_key, c.doc_id, c.start, c."end", c.chunk_id, c.text, c.header, c.ordinal, '
             + vector
