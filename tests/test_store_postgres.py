@@ -31,6 +31,7 @@ from chunkwise.store import StoreSettings, open_store
 from chunkwise.store.pgurl import parse
 from tests.support.cli import run_chunkwise
 from tests.support.documents import format_docs
+from tests.support.fakes import HashEmbedder
 from tests.support.postgres import APP_PASSWORD
 from tests.test_store import DOC, put
 
@@ -377,3 +378,19 @@ def test_pg_start_and_stop_a_local_server(tmp_path):
     finally:
         run_chunkwise("pg", "stop", str(directory))
         shutil.rmtree(directory.parent, ignore_errors=True)
+
+
+def test_store_url_from_the_configuration_never_shows_its_password(pg_server):
+    from chunkwise.config import from_dict
+
+    url = pg_server.url("from_config", "app", APP_PASSWORD, db="appdb")
+    config = from_dict({"store": {"url": url, "pool_size": 2, "hnsw_ef_search": 64}})
+    with KnowledgeBase(config=config, models=Models(embedder=HashEmbedder())) as kb:
+        assert kb.store.settings.pool_size == 2
+        assert kb.store.settings.hnsw_ef_search == 64
+        kb.add_documents([DOC])
+        assert kb.store.counts()["documents"] == 1
+        recorded = kb.store.meta("pipeline_config") or ""
+    assert "from_config" in json.dumps(config.to_dict())
+    for text in (recorded, json.dumps(config.to_dict()), json.dumps(config.to_stored())):
+        assert APP_PASSWORD not in text

@@ -43,6 +43,7 @@ from chunkwise.chunking import normalised_params
 from chunkwise.errors import ConfigError
 from chunkwise.models.config import ModelsConfig
 from chunkwise.settings import build
+from chunkwise.store.pgurl import redact
 
 
 @dataclass(frozen=True)
@@ -185,8 +186,11 @@ class PipelineConfig:
     store: StoreConfig = field(default_factory=StoreConfig)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON-ready form."""
-        return dataclasses.asdict(self)
+        """The JSON-ready form (reports print it): a store URL appears without its password."""
+        data = dataclasses.asdict(self)
+        if self.store.url is not None:
+            data["store"]["url"] = redact(self.store.url)
+        return data
 
     def ingest_fingerprint(self, embedder: str) -> str:
         """A hash of what shapes stored chunks (chunker with its normalised parameters, headers,

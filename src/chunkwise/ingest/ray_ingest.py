@@ -107,8 +107,6 @@ def connect(address: str) -> None:
         ray.init(**options)
     except Exception as exc:  # Ray raises ConnectionError, RuntimeError or its own types here
         raise ClusterError(f"Ray cluster {address}: {type(exc).__name__}: {exc}") from None
-    ray.data.DataContext.get_current().enable_progress_bars = False  # the caller shows its own
-    logging.getLogger("ray.data").setLevel(logging.ERROR)
 
 
 #: This worker process's pipeline and the job it was built for (at most one).
@@ -188,6 +186,8 @@ def ray_add_files(
     connect(address)
     import ray
 
+    ray.data.DataContext.get_current().enable_progress_bars = False  # the caller shows its own
+    logging.getLogger("ray.data").setLevel(logging.ERROR)
     fingerprint = pipeline.begin()
     workers_store = is_url(str(location))
     job = Job(str(location), pipeline.config, fingerprint, workers_store)
