@@ -178,8 +178,8 @@ def million_part(url: str, n: int, queries: int) -> dict[str, Any]:
     base = url.split("&schema=", maxsplit=1)[0]
     row: dict[str, Any] = {"vectors": n, "dim": DIM, "m": 16, "ef_construction": 64, "ef_search": 100}
     with psycopg.connect(base, autocommit=True) as conn:
-        register_vector(conn)
         conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+        register_vector(conn)
         conn.execute(f"DROP TABLE IF EXISTS million; CREATE TABLE million (id bigint, v vector({DIM}))")
         rng = np.random.default_rng(1)
         began = time.perf_counter()
