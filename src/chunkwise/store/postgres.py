@@ -342,11 +342,9 @@ class PostgresStore:
         if not len(chunks) == len(headers) == vectors.shape[0]:
             raise ValueError("chunks, headers and vectors must have one entry each per chunk")
         s = self._s
-        lengths, counts = (
-            zip(*(postings(h, c.text) for c, h in zip(chunks, headers, strict=True)), strict=True)
-            if chunks
-            else ((), ())
-        )
+        derived = [postings(header, chunk.text) for chunk, header in zip(chunks, headers, strict=True)]
+        lengths = [length for length, _ in derived]
+        counts = [count for _, count in derived]
         with self._conn() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_DOC_LOCK, f"{s}/{doc.id}"))
             stored = conn.execute(
