@@ -290,7 +290,7 @@ def markdown(result: dict[str, Any]) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--parts", nargs="*", default=["ingest", "scale", "million"])
-    parser.add_argument("--files", type=int, default=30, help="Markdown files for the ingest part")
+    parser.add_argument("--files", type=int, default=60, help="Markdown files for the ingest part")
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=100)
     parser.add_argument("--million", type=int, default=1_000_000, help="vectors for the HNSW part")

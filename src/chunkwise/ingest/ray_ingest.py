@@ -65,7 +65,7 @@ class Job:
     workers in memory and is never shown), the configuration, the run's fingerprint, and whether the
     workers store (a server store) or the driver does (SQLite)."""
 
-    location: str
+    location: str = field(repr=False)
     config: PipelineConfig
     fingerprint: str
     workers_store: bool
