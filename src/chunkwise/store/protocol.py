@@ -163,7 +163,11 @@ class Store(Protocol):
         ...
 
     def dense(self, vector: Vectors, k: int) -> list[tuple[int, float]]:
-        """The ``k`` nearest chunk keys by cosine to ``vector``, best first."""
+        """The ``k`` nearest chunk keys by cosine to ``vector``, best first.
+
+        Raises:
+            ConfigError: ``vector`` does not have the stored vectors' dimension (another embedder).
+        """
         ...
 
     def dense_method(self) -> str:

@@ -560,8 +560,16 @@ class SQLiteStore:
         return self._dense
 
     def dense(self, vector: Vectors, k: int) -> list[tuple[int, float]]:
-        """The ``k`` nearest chunk keys by cosine: exact below ``hnsw_threshold`` chunks, HNSW above."""
-        return self.dense_index().search(vector, k, approximate=self.dense_method() == "hnsw")
+        """The ``k`` nearest chunk keys by cosine: exact below ``hnsw_threshold`` chunks, HNSW above.
+        :class:`ConfigError` when ``vector`` is not of the stored vectors' size (another embedder)."""
+        index = self.dense_index()
+        dim = index.matrix.shape[1]
+        if len(index) and vector.shape != (dim,):
+            raise ConfigError(
+                f"{self.directory}: the query vector has {vector.size} dimensions, the stored vectors {dim}; "
+                f"search with the embedder that built the store ({self.meta('embedder')})"
+            )
+        return index.search(vector, k, approximate=self.dense_method() == "hnsw")
 
     def dense_method(self) -> str:
         """``hnsw`` when the store holds at least ``settings.hnsw_threshold`` chunks, else ``exact``."""
