@@ -136,16 +136,18 @@ class CountingEmbedder:
 
 class RecordingEmbedder:
     """A model-free embedder: each text's vector comes from its hash; ``calls`` records how many texts
-    every call received, so a test can see how an ingest slices its work."""
+    every call received (so a test can see how an ingest slices its work) and ``last`` the last text."""
 
     name = "recording"
     dim = 8
 
     def __init__(self) -> None:
         self.calls: list[int] = []
+        self.last = ""
 
     def embed(self, texts: Sequence[str]) -> Any:
         self.calls.append(len(texts))
+        self.last = texts[-1] if texts else self.last
         rows = [np.frombuffer(hashlib.sha256(t.encode()).digest(), dtype=np.uint8)[: self.dim] for t in texts]
         vectors = np.array(rows, dtype=np.float32).reshape(len(texts), self.dim) + 1.0
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)

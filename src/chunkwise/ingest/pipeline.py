@@ -163,7 +163,7 @@ class _Batch:
         Only one call's texts exist at a time; besides them, the pending documents' vectors (for a long
         document, its own alone) are all that is held, so memory follows one document, not the batch."""
         pending, self.pending = self.pending, []
-        size = self.pipeline.config.retrieval.embed_batch
+        size = max(1, self.pipeline.config.retrieval.embed_batch)
         vectors = [np.empty((len(p.chunks), self.embedder.dim), dtype=np.float32) for p in pending]
         positions = ((i, row) for i, item in enumerate(pending) for row in range(len(item.chunks)))
         stored = 0
