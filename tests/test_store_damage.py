@@ -121,6 +121,13 @@ def test_a_zero_byte_database_is_refused_not_rebuilt_empty(kb):
     assert (kb / DB_NAME).stat().st_size == 0
 
 
+def test_another_sqlite_database_is_not_taken_for_a_store(tmp_path):
+    (tmp_path / "kb").mkdir()
+    execute(tmp_path / "kb", "CREATE TABLE notes (body TEXT)")
+    with pytest.raises(StoreError, match="a SQLite database, but not a knowledge base"):
+        SQLiteStore(tmp_path / "kb")
+
+
 def test_an_overwritten_header_is_refused(kb):
     overwrite(kb / DB_NAME, 0, b"\0" * 100)
     with pytest.raises(CorruptStoreError, match="not a SQLite database"):

@@ -39,7 +39,7 @@ import numpy as np
 
 from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.document import Document, Unit, UnitKind
-from chunkwise.errors import ConfigError, CorruptStoreError, StoreError
+from chunkwise.errors import ChunkwiseError, ConfigError, CorruptStoreError, StoreError
 from chunkwise.models.protocols import Vectors
 from chunkwise.store import dense, lexical
 from chunkwise.store.dense import DenseIndex
@@ -126,9 +126,25 @@ class SQLiteStore:
             self._db = self._connect()
         except sqlite3.Error as exc:
             raise self._failure(exc) from exc
-        version = int(self.meta("schema_version") or 0)
-        if version != SCHEMA_VERSION:
+        try:
+            self._check_schema()
+        except ChunkwiseError:
             self._db.close()
+            raise
+
+    def _check_schema(self) -> None:
+        """Raise unless the database is a knowledge base of the supported schema (a damaged one opened
+        ``damaged_ok`` whose version cannot be read is let through, with the damage recorded)."""
+        if not self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"):
+            raise StoreError(self.location, f"{DB_NAME} is a SQLite database, but not a knowledge base")
+        try:
+            version = int(self.meta("schema_version") or 0)
+        except CorruptStoreError as exc:
+            if not self._damaged_ok:
+                raise
+            self.damage.append(f"the schema version cannot be read ({exc.__cause__})")
+            return
+        if version != SCHEMA_VERSION:
             raise ConfigError(
                 f"{self.directory}: store schema {version} is not the supported {SCHEMA_VERSION}"
             )
