@@ -110,6 +110,17 @@ def test_a_read_only_directory_is_searched_but_not_written(kb):
         assert sorted(p.name for p in kb.iterdir()) == [DB_NAME]  # nothing was written beside it
 
 
+def test_a_read_only_directory_whose_log_holds_commits_says_what_to_do(tmp_path):
+    kb = tmp_path / "kb"
+    leave_log(kb, 2)
+    (kb / f"{DB_NAME}-shm").unlink()  # SQLite would have to create it to read the log
+    with read_only_directory(kb), pytest.raises(StoreError, match=r"holds commits .* for one ingest"):
+        SQLiteStore(kb, read_only=True)
+    with SQLiteStore(kb) as store:  # with write access, the commits are read back, then folded in
+        assert store.counts()["documents"] == 2
+    assert not (kb / f"{DB_NAME}-wal").exists()
+
+
 # --- damaged database files ------------------------------------------------------------------------
 
 

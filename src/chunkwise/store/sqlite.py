@@ -205,8 +205,15 @@ class SQLiteStore:
         try:
             return _ready(sqlite3.connect(f"{uri}?mode=ro", uri=True, **options), damaged=damaged)
         except sqlite3.OperationalError:
-            if os.access(self.directory, os.W_OK) or wal_frames(wal_path(self.path))[0]:
+            if os.access(self.directory, os.W_OK):
                 raise
+            if wal_frames(wal_path(self.path))[0]:
+                raise StoreError(
+                    self.location,
+                    f"read-only, and {wal_path(self.path).name} holds commits that SQLite can only read with "
+                    "write access to the directory: allow it for one ingest or `chunkwise kb repair`, which "
+                    f"fold them into {DB_NAME}",
+                ) from None
             return _ready(sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, **options), damaged=damaged)
 
     def _failure(self, exc: sqlite3.Error) -> StoreError:

@@ -98,18 +98,15 @@ def damage(db: Path) -> list[str]:
     if not committed:
         with db.open("rb") as file:
             header = file.read(DB_HEADER)
-        page_size = _page_size(struct.unpack(">H", header[16:18])[0])
-        changes, pages, valid_for = struct.unpack(">I", header[24:28]), header[28:32], header[92:96]
-        size = db.stat().st_size
-        declared = struct.unpack(">I", pages)[0] * page_size
-        if size % page_size or (changes == struct.unpack(">I", valid_for) and size < declared):
+        (field,) = struct.unpack(">H", header[16:18])
+        page_size = 65536 if field == 1 else field  # 1 stands for 65536
+        changes, pages = struct.unpack(">II", header[24:32])
+        (valid_for,) = struct.unpack(">I", header[92:96])
+        size, declared = db.stat().st_size, pages * page_size
+        # the page count is trusted only when it was written with the last change (``valid_for``)
+        if size % page_size or (changes == valid_for and size < declared):
             problems.append(f"{db.name} is truncated: {size} bytes of the {declared} its header declares")
     return problems
-
-
-def _page_size(field: int) -> int:
-    """The page size a header field encodes (1 stands for 65536)."""
-    return 65536 if field == 1 else field
 
 
 def wal_frames(wal: Path) -> tuple[int, str | None]:
