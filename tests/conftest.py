@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -39,3 +40,13 @@ def llm():  # type: ignore[no-untyped-def]
     from chunkwise.models.local_llm import LocalLLM
 
     return LocalLLM()
+
+
+@pytest.fixture(scope="session")
+def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+    """``transformers serve`` with the bundled SmolLM2 on 127.0.0.1, started once per session
+    (:func:`support.transformers_server.serve_smollm2`)."""
+    from support.transformers_server import serve_smollm2
+
+    with serve_smollm2(tmp_path_factory.mktemp("transformers-serve")) as server:
+        yield server
