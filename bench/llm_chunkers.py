@@ -65,12 +65,16 @@ def violations(doc: Document, chunks: list[Chunk], unit: str, max_size: int) -> 
     return found
 
 
-def run_chunker(name: str, doc: Document, llm_spec: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One chunker on one document with a fresh ledger; tokens, cost, time, outcomes, violations."""
+def run_chunker(
+    name: str, doc: Document, llm_spec: str, params: dict[str, Any], base: ModelsConfig | None = None
+) -> dict[str, Any]:
+    """One chunker on one document with a fresh ledger; tokens, cost, time, outcomes, violations.
+
+    ``base`` is the model configuration to start from (default: the environment's)."""
     ledger = Ledger()
     # No cache (every call is made and timed); one structured attempt per call, since the chunkers
     # re-ask (wrac) or fall back (sections) themselves.
-    config = dataclasses.replace(ModelsConfig.load(), cache=False, structured_attempts=1)
+    config = dataclasses.replace(base or ModelsConfig.load(), cache=False, structured_attempts=1)
     llm = get_llm(llm_spec, config=config, ledger=ledger)
     chunker = get_chunker(name, llm=llm, **params)
     began = time.perf_counter()

@@ -159,7 +159,6 @@ class RecordingProxy:
 
     def __post_init__(self) -> None:
         self._lock = threading.Lock()
-        self._client = httpx.Client(timeout=600)
         self._httpd = ThreadingHTTPServer(("127.0.0.1", 0), _relay_handler(self))
         self._httpd.daemon_threads = True
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -181,11 +180,8 @@ class RecordingProxy:
 
     def relay(self, path: str, body: bytes) -> tuple[int, bytes]:
         """Forward one POST and record it."""
-        response = self._client.post(
-            self.upstream.removesuffix("/v1") + path,
-            content=body,
-            headers={"Content-Type": "application/json"},
-        )
+        url = self.upstream.removesuffix("/v1") + path
+        response = httpx.post(url, content=body, headers={"Content-Type": "application/json"}, timeout=600)
         try:
             answer = response.json()
         except ValueError:
@@ -201,7 +197,6 @@ class RecordingProxy:
     def __exit__(self, *exc: object) -> None:
         self._httpd.shutdown()
         self._httpd.server_close()
-        self._client.close()
         self._thread.join(timeout=5)
 
 
