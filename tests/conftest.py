@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from support.transformers_server import RunningServer, serve_smollm2
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -43,10 +45,8 @@ def llm():  # type: ignore[no-untyped-def]
 
 
 @pytest.fixture(scope="session")
-def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[object]:
+def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
     """``transformers serve`` with the bundled SmolLM2 on 127.0.0.1, started once per session
     (:func:`support.transformers_server.serve_smollm2`)."""
-    from support.transformers_server import serve_smollm2
-
     with serve_smollm2(tmp_path_factory.mktemp("transformers-serve")) as server:
         yield server
