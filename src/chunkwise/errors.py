@@ -92,7 +92,16 @@ class ModelError(ChunkwiseError):
 
 
 class ModelCallError(ModelError):
-    """A remote model endpoint kept failing (timeouts, 429/5xx, dropped connections, unreadable bodies)."""
+    """A remote model endpoint kept failing (timeouts, 429/5xx, dropped connections, unreadable bodies), or
+    refused the request; ``status`` is the last HTTP status received (``None`` when none was)."""
+
+    def __init__(self, model: str, reason: str, status: int | None = None) -> None:
+        super().__init__(model, reason)
+        self.status = status
+
+
+class LogprobsUnavailableError(ModelError):
+    """The backend cannot score a given text: its server returns no logprobs for the prompt's tokens."""
 
 
 class LLMResponseError(ModelError):
