@@ -7,7 +7,7 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test lint typecheck pytest browser bench-deps clean
+.PHONY: demo test lint typecheck pytest browser screenshots bench-deps clean
 
 $(STAMP): pyproject.toml Makefile
 	rm -rf $(VENV)
@@ -56,6 +56,10 @@ browser:
 	fi
 
 test: lint typecheck pytest
+
+# The inspector's screenshots in docs/screenshots, taken by the browser tests (not part of `make test`).
+screenshots: $(STAMP) browser
+	CHUNKWISE_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/server/test_browser.py
 
 # Peer libraries for the scripts in bench/ (never needed by the tests).
 bench-deps: $(STAMP)

@@ -9,7 +9,7 @@ JSON-ready data.
 from __future__ import annotations
 
 import statistics
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +20,8 @@ from chunkwise.chunking.logprob_curve import BoundaryCurve
 from chunkwise.document import Document
 from chunkwise.ingest.report import IngestReport
 from chunkwise.models.context import Models
-from chunkwise.query.pipeline import QueryPipeline
+from chunkwise.query.pipeline import Hit, QueryPipeline
+from chunkwise.query.segments import Segment
 from chunkwise.query.trace import Trace
 from chunkwise.store.protocol import Store
 
@@ -115,27 +116,25 @@ def chunk_result(doc: Document, chunker: Chunker, params: Mapping[str, Any], mod
 def search_body(query: QueryPipeline, text: str, k: int) -> dict[str, Any]:
     """Search for ``text``: ``query``, ``hits`` (chunk_id, doc_id, start, end, score, per-stage scores,
     header, text), ``trace`` (one entry per stage), ``totals`` and ``accounting``."""
-    mark = query.models.mark()
-    trace = Trace()
-    hits = query.search(text, k, trace)
-    return {
-        "query": text,
-        "hits": [h.to_dict() for h in hits],
-        "trace": trace.to_dict(),
-        "totals": trace.totals(),
-        "accounting": query.models.accounting(mark),
-    }
+    return _traced_body(query, text, "hits", lambda trace: query.search(text, k, trace))
 
 
 def segments_body(query: QueryPipeline, text: str, preset: str | None = None) -> dict[str, Any]:
     """Relevant segments for ``text``: ``query``, ``segments`` (id, doc_id, start, end, text, first and
     last chunk, value), ``trace``, ``totals`` and ``accounting``."""
+    return _traced_body(query, text, "segments", lambda trace: query.segments(text, trace, preset))
+
+
+def _traced_body(
+    query: QueryPipeline, text: str, key: str, run: Callable[[Trace], Sequence[Hit | Segment]]
+) -> dict[str, Any]:
+    """``run``'s results under ``key``, with the query, its trace, totals and the calls' accounting."""
     mark = query.models.mark()
     trace = Trace()
-    segments = query.segments(text, trace, preset)
+    found = run(trace)
     return {
         "query": text,
-        "segments": [s.to_dict() for s in segments],
+        key: [item.to_dict() for item in found],
         "trace": trace.to_dict(),
         "totals": trace.totals(),
         "accounting": query.models.accounting(mark),

@@ -9,7 +9,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from chunkwise.server import create_app
+from chunkwise.server import ServerSettings, create_app
 from tests.support.cli import run_chunkwise
 from tests.support.server import running_app
 
@@ -26,8 +26,9 @@ def kb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="session")
 def server_url(kb_dir: Path) -> Iterator[str]:
-    """The base URL of a server (no key, default limits) over :func:`kb_dir`."""
-    with running_app(create_app(kb_dir)) as url:
+    """The base URL of a server (no key, default limits but a long request timeout: the bundled SmolLM2
+    plans W-RAC chunks slowly on two shared cores) over :func:`kb_dir`."""
+    with running_app(create_app(kb_dir, settings=ServerSettings(request_timeout=1800))) as url:
         yield url
 
 

@@ -59,10 +59,13 @@ def page(browser: Browser, server_url: str) -> Iterator[Page]:
 
 
 def _chunk(page: Page, chunker: str, params: dict[str, Any]) -> None:
+    """Pick ``chunker``, set ``params``, click Chunk and wait until the request has been answered."""
     page.select_option("#chunker", chunker)
     for name, value in params.items():
         page.fill(f"#param-{name}", str(value))
     page.click("#chunk-run")
+    page.wait_for_function("() => !document.querySelector('#chunk-run').disabled", timeout=PATIENCE_MS)
+    assert page.locator("#status").inner_text() == ""  # no error from the server
 
 
 def test_chunk_view_draws_boundaries_and_hover_shows_the_chunk(

@@ -53,16 +53,17 @@ def free_port() -> int:
 
 @contextmanager
 def serve_process(
-    *args: str, env: dict[str, str] | None = None
+    *args: str, env: dict[str, str] | None = None, cwd: Path | None = None
 ) -> Iterator[tuple[str, subprocess.Popen[str]]]:
-    """``chunkwise serve ARGS... --port N`` as a subprocess; yields its base URL and the process once
-    ``/healthz`` answers, and stops it (SIGTERM, then SIGKILL) on exit."""
+    """``chunkwise serve ARGS... --port N`` as a subprocess (in ``cwd``); yields its base URL and the
+    process once ``/healthz`` answers, and stops it (SIGTERM, then SIGKILL) on exit."""
     port = free_port()
     full_env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", **(env or {})}
     with tempfile.TemporaryFile("w+") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "chunkwise", "serve", *args, "--port", str(port)],
             env=full_env,
+            cwd=cwd,
             stdout=log,
             stderr=subprocess.STDOUT,
             text=True,
