@@ -12,39 +12,11 @@ import threading
 import numpy as np
 import pytest
 
-from chunkwise.chunking.chunk import make_chunk
 from chunkwise.store import StoreSettings
 from chunkwise.store.dense import DenseIndex
 from chunkwise.store.sqlite import SQLiteStore, fts_query
 from tests.support.documents import doc_from_markdown_lines
-
-DOC = doc_from_markdown_lines(
-    "guide.md",
-    "# Travel guide\nChecked bags may weigh up to 23 kg.\n## Pets\nSmall pets travel in the cabin.\n"
-    "## Refunds\nRefunds take seven working days.",
-)
-
-
-def fixed_chunks(doc, size):
-    return [make_chunk(doc, s, min(s + size, len(doc.text))) for s in range(0, len(doc.text), size)]
-
-
-def unit_vectors(n, dim=8, seed=0):
-    v = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
-
-
-def put(store, doc, size=40, seed=0, fingerprint="f1"):
-    chunks = fixed_chunks(doc, size)
-    store.check_embedder("test", 8)
-    store.put(
-        doc,
-        chunks,
-        [f"Document: {doc.id}"] * len(chunks),
-        unit_vectors(len(chunks), seed=seed),
-        fingerprint=fingerprint,
-    )
-    return chunks
+from tests.support.store import DOC, put, unit_vectors
 
 
 def test_round_trip_and_consistency(tmp_path):

@@ -53,7 +53,11 @@ class KnowledgeBase:
 
     ``location``: the store (a knowledge-base directory). ``config``: the configuration to use; ``None``
     uses the one recorded in the store, else the defaults. ``models``: the run's model context; ``None``
-    builds one from ``config.models``.
+    builds one from ``config.models``. ``read_only``: search and answer only (the store must exist; a
+    read-only or immutable directory works), ingesting raises :class:`~chunkwise.errors.StoreError`.
+
+    Raises:
+        StoreError: the store cannot be opened (see :func:`~chunkwise.store.open_store`).
     """
 
     def __init__(
@@ -62,8 +66,9 @@ class KnowledgeBase:
         config: PipelineConfig | None = None,
         *,
         models: Models | None = None,
+        read_only: bool = False,
     ) -> None:
-        self.store: Store = open_store(location)
+        self.store: Store = open_store(location, read_only=read_only)
         self.config: PipelineConfig = config or stored_config(self.store) or load_config()
         retrieval = self.config.retrieval
         self.store.settings = StoreSettings(retrieval.hnsw_threshold, retrieval.bm25s_threshold)

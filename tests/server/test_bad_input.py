@@ -164,3 +164,23 @@ def test_a_full_queue_answers_429_and_a_slow_request_504(tmp_path: Path, data_di
             'chunkwise_http_requests_total{method="POST",route="/v1/documents",status="429"} 1.0' in metrics
         )
         assert 'chunkwise_ingest_jobs_total{status="done"} 2.0' in metrics
+
+
+def test_every_typed_error_has_its_status() -> None:
+    """The library's typed errors map to the statuses the README lists (most specific class first)."""
+    from chunkwise import errors
+    from chunkwise.server.errors import typed_status
+
+    cases = {
+        errors.UnsupportedFormatError("a.png", "binary"): (415, "unsupported_format"),
+        errors.FileTooLargeError("a.pdf", "too big"): (413, "file_too_large"),
+        errors.CorruptFileError("a.pdf", "broken"): (422, "parse_error"),
+        errors.QueryError("no word"): (400, "query_error"),
+        errors.ConfigError("unknown key"): (400, "config_error"),
+        errors.BudgetExceededError("local", "spent"): (402, "budget_exceeded"),
+        errors.ModelCallError("openai:m", "timed out"): (502, "model_error"),
+        errors.CorruptStoreError("kb", "damaged"): (503, "store_unavailable"),
+        errors.DatasetError("q.jsonl", "bad"): (400, "bad_request"),
+    }
+    for error, expected in cases.items():
+        assert typed_status(error) == expected, error

@@ -4,16 +4,20 @@
 ``chat`` answers come from queues (or a function of the conversation), ``logprobs`` from a score
 function of the continuation, so hypothesis can drive every branch of the checks and repairs, and the
 query stages can be tested with exact replies. :class:`CountingEmbedder` wraps the real embedder and
-counts what it embeds. Tests that need a real model or a real HTTP server use the local models, the
+counts what it embeds; :class:`RecordingEmbedder` needs no model and records the size of each call.
+Tests that need a real model or a real HTTP server use the local models, the
 real OpenAI-compatible server, or the scripted loopback server (for faults) instead.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
+
+import numpy as np
 
 from chunkwise.errors import LLMResponseError
 from chunkwise.models.protocols import Message, TokenLogprobs
@@ -128,3 +132,22 @@ class CountingEmbedder:
     def embed(self, texts: Sequence[str]) -> Any:
         self.texts += len(texts)
         return self.inner.embed(texts)
+
+
+class RecordingEmbedder:
+    """A model-free embedder: each text's vector comes from its hash; ``calls`` records how many texts
+    every call received (so a test can see how an ingest slices its work) and ``last`` the last text."""
+
+    name = "recording"
+    dim = 8
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        self.last = ""
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.calls.append(len(texts))
+        self.last = texts[-1] if texts else self.last
+        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest(), dtype=np.uint8)[: self.dim] for t in texts]
+        vectors = np.array(rows, dtype=np.float32).reshape(len(texts), self.dim) + 1.0
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -4,7 +4,9 @@ options and how they become a :class:`~chunkwise.kb.KnowledgeBase`.
 ``ingest`` records the configuration it used in the store, so a later ``search`` or ``ask`` on the same
 directory uses the same chunking, headers and stages unless it is given ``--config`` or ``--preset``.
 The knowledge base is opened with its configuration fully resolved (the budget options applied), and
-is not changed afterwards.
+is not changed afterwards. ``search`` and ``ask`` open it read-only, so a read-only or immutable
+directory can be searched; ``--kb`` is taken as given (an empty value is refused, not read as the
+current directory).
 """
 
 from __future__ import annotations
@@ -15,12 +17,11 @@ from typing import Annotated
 import typer
 
 from chunkwise.config import load_config
-from chunkwise.errors import ConfigError
 from chunkwise.kb import KnowledgeBase, stored_config
 from chunkwise.store import open_store
-from chunkwise.store.sqlite import DB_NAME
 
-KbOption = Annotated[Path, typer.Option("--kb", help="Knowledge-base directory.")]
+#: A string, not a ``Path``: ``Path("")`` would silently mean the current directory.
+KbOption = Annotated[str, typer.Option("--kb", help="Knowledge-base directory.")]
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="Pipeline configuration (TOML).")]
 PresetOption = Annotated[str | None, typer.Option("--preset", help="Named preset: fast, chunkrag, dsrag.")]
 MaxCostOption = Annotated[
@@ -39,7 +40,7 @@ JsonOption = Annotated[
 
 
 def open_kb(
-    kb: Path,
+    kb: str,
     config: Path | None,
     preset: str | None,
     *,
@@ -49,14 +50,17 @@ def open_kb(
 ) -> KnowledgeBase:
     """The knowledge base at ``kb`` with the given configuration, else the one ingest recorded there.
 
-    ``max_cost``/``max_tokens`` override the budget of the ``[models]`` section for this run: the model
-    layer refuses the call that would cross it with :class:`~chunkwise.errors.BudgetExceededError`.
+    ``create``: to ingest (the directory and store are created when absent); otherwise the store must
+    exist and is opened read-only. ``max_cost``/``max_tokens`` override the budget of the ``[models]``
+    section for this run: the model layer refuses the call that would cross it with
+    :class:`~chunkwise.errors.BudgetExceededError`.
+
+    Raises:
+        StoreError: the store cannot be opened (not a directory, read-only for ingest, damaged, absent).
     """
-    if not create and not (kb / DB_NAME).is_file():
-        raise ConfigError(f"{kb}: no knowledge base here (run chunkwise ingest first)")
     if config is not None or preset is not None:
         resolved = load_config(config, preset)
     else:
-        with open_store(kb) as store:
+        with open_store(kb, read_only=not create) as store:
             resolved = stored_config(store) or load_config()
-    return KnowledgeBase(kb, resolved.with_budget(max_cost, max_tokens))
+    return KnowledgeBase(kb, resolved.with_budget(max_cost, max_tokens), read_only=not create)

@@ -1,12 +1,14 @@
 """The ingest pipeline: files or documents -> parse -> chunk -> contextual headers -> embed -> store.
 
-Documents are prepared one at a time (parsed, chunked, given headers) and embedded in batches of about
-``retrieval.embed_batch`` chunks; each document is then stored in its own transaction, so a crash leaves
-every document whole or absent. A file that cannot be parsed or chunked is reported and the batch goes
-on. A document whose content and ingest settings (:meth:`PipelineConfig.ingest_fingerprint`) match the
-stored version is skipped. A model budget spent mid-batch stops the batch after storing the documents
-already prepared. Every model call (chunkers, headers, the embedder) goes through the run's
-:class:`~chunkwise.models.Models`, so its ledger holds them all and its budget bounds them all.
+Documents are prepared one at a time (parsed, chunked, given headers) and embedded in calls of at most
+``retrieval.embed_batch`` chunks, a long document over several calls (with progress events between them);
+each document is stored in its own transaction as soon as its chunks are embedded, so a crash leaves every
+document whole or absent and memory follows one document, not the whole batch. A file that cannot be
+parsed or chunked is reported and the batch goes on. A document whose content and ingest settings
+(:meth:`PipelineConfig.ingest_fingerprint`) match the stored version is skipped. A model budget spent
+mid-batch stops the batch after storing the documents already prepared. Every model call (chunkers,
+headers, the embedder) goes through the run's :class:`~chunkwise.models.Models`, so its ledger holds
+them all and its budget bounds them all.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cached_property, partial
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -28,6 +31,7 @@ from chunkwise.ingest.headers import ContextualHeaders
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
 from chunkwise.models.context import Models
+from chunkwise.models.protocols import Vectors
 from chunkwise.store.protocol import Store
 
 
@@ -160,27 +164,52 @@ class _Batch:
             self.flush()
 
     def flush(self) -> None:
-        """Embed the pending chunks in one call and store each pending document in its transaction."""
-        texts = [
-            contextual_text(h, c.text) for p in self.pending for c, h in zip(p.chunks, p.headers, strict=True)
-        ]
-        began = time.perf_counter()
-        vectors = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), dtype=np.float32)
-        self.report.embed_seconds += time.perf_counter() - began
-        row = 0
-        for item in self.pending:
-            n = len(item.chunks)
-            status = self.pipeline.store.put(
-                item.doc,
-                item.chunks,
-                item.headers,
-                vectors[row : row + n],
-                fingerprint=self.fingerprint,
-                summary=item.summary,
+        """Embed the pending chunks in calls of at most ``embed_batch`` texts and store each pending
+        document, in its own transaction, as soon as all its chunks are embedded.
+
+        Only one call's texts exist at a time; besides them, the pending documents' vectors (for a long
+        document, its own alone) are all that is held, so memory follows one document, not the batch."""
+        pending, self.pending = self.pending, []
+        size = max(1, self.pipeline.config.retrieval.embed_batch)
+        vectors = [np.empty((len(p.chunks), self.embedder.dim), dtype=np.float32) for p in pending]
+        positions = ((i, row) for i, item in enumerate(pending) for row in range(len(item.chunks)))
+        stored = 0
+        while part := list(islice(positions, size)):
+            texts = [contextual_text(pending[i].headers[row], pending[i].chunks[row].text) for i, row in part]
+            began = time.perf_counter()
+            embedded = self.embedder.embed(texts)
+            self.report.embed_seconds += time.perf_counter() - began
+            for (i, row), vector in zip(part, embedded, strict=True):
+                vectors[i][row] = vector
+            last, row = part[-1]
+            whole = last + 1 if row + 1 == len(pending[last].chunks) else last
+            for index in range(stored, whole):
+                self.store(pending[index], vectors[index])
+            stored = max(stored, whole)
+            if whole == last:  # the call ended inside a long document
+                self.embedding(pending[last], row + 1)
+        for index in range(stored, len(pending)):  # documents without chunks left after the last call
+            self.store(pending[index], vectors[index])
+
+    def embedding(self, item: Prepared, embedded: int) -> None:
+        """Report that ``embedded`` of ``item``'s chunks are embedded."""
+        if self.on_progress is not None:
+            event = IngestEvent(
+                item.doc.source or item.doc.id,
+                "embedding",
+                self.count,
+                self.total,
+                len(item.chunks),
+                embedded,
             )
-            row += n
-            self.done(item.doc.id, status, n if status != "skipped" else 0)
-        self.pending.clear()
+            self.on_progress(event)
+
+    def store(self, item: Prepared, vectors: Vectors) -> None:
+        """Store one document with its vectors in its own transaction, and report what was committed."""
+        status = self.pipeline.store.put(
+            item.doc, item.chunks, item.headers, vectors, fingerprint=self.fingerprint, summary=item.summary
+        )
+        self.done(item.doc.id, status, len(item.chunks) if status != "skipped" else 0)
 
 
 def _parsed(files: Sequence[Path]) -> Iterator[Document | Failure]:

@@ -2,9 +2,10 @@
 
 The library's typed errors come from the request (a file that cannot be parsed, an unknown chunker, a
 query without a word, a spent budget) and are 4xx; a remote model that keeps failing is 502 (the fault
-is upstream, not the client's). Request bodies that do not validate are 400 (malformed JSON) or 422
-(wrong type, missing or unknown field), naming the field. Anything else is a 500 whose body says only
-"internal error": the traceback goes to the server's log, never into a response.
+is upstream, not the client's) and a store that cannot be used 503. Request bodies that do not validate
+are 400 (malformed JSON) or 422 (wrong type, missing or unknown field), naming the field. Anything else
+is a 500 whose body says only "internal error": the traceback goes to the server's log, never into a
+response.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from chunkwise.errors import (
     ModelError,
     ParseError,
     QueryError,
+    StoreError,
     UnsupportedFormatError,
 )
 
@@ -41,6 +43,7 @@ TYPED: tuple[tuple[type[ChunkwiseError], int, str], ...] = (
     (ChunkingError, 422, "chunking_error"),
     (BudgetExceededError, 402, "budget_exceeded"),
     (ModelError, 502, "model_error"),
+    (StoreError, 503, "store_unavailable"),
     (ChunkwiseError, 400, "bad_request"),
 )
 
@@ -109,7 +112,9 @@ def install_handlers(app: FastAPI) -> None:
         status, type_ = typed_status(exc)
         if status >= 500:
             logger.warning("%s %s: %s", request.method, request.url.path, exc)
-        return error_response(status, type_, str(exc))
+        # A store error names the server's own directory: the client is told what, the log says where.
+        message = "the knowledge base cannot be used now" if isinstance(exc, StoreError) else str(exc)
+        return error_response(status, type_, message)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
