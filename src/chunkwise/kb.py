@@ -42,6 +42,12 @@ def stored_config(store: Store) -> PipelineConfig | None:
     return from_dict(json.loads(recorded)) if recorded else None
 
 
+def record_config(store: Store, config: PipelineConfig) -> None:
+    """Record ``config`` in ``store`` (what :func:`stored_config` reads back): every writer to a store
+    does this before it ingests, so a reader opened without a configuration uses the same settings."""
+    store.set_meta(CONFIG_META_KEY, json.dumps(config.to_stored(), sort_keys=True))
+
+
 class KnowledgeBase:
     """Documents in a store, searchable and answerable (see the module docstring).
 
@@ -99,6 +105,14 @@ class KnowledgeBase:
         self._record_config()
         return self.ingest.add_files(paths, on_progress)
 
+    def add_bytes(
+        self, files: Sequence[tuple[str, bytes]], on_progress: ProgressFn | None = None
+    ) -> IngestReport:
+        """Parse and store in-memory files, each a ``(name, content)`` pair; the name is the document id
+        (a server's uploads come this way). Per-file errors are in ``report.failed``, as with :meth:`add`."""
+        self._record_config()
+        return self.ingest.add_bytes(files, on_progress)
+
     def add_documents(self, docs: Sequence[Document], on_progress: ProgressFn | None = None) -> IngestReport:
         """Store already-parsed documents (evaluation data sets come this way)."""
         self._record_config()
@@ -129,4 +143,4 @@ class KnowledgeBase:
         return self.models.accounting(since)
 
     def _record_config(self) -> None:
-        self.store.set_meta(CONFIG_META_KEY, json.dumps(self.config.to_stored(), sort_keys=True))
+        record_config(self.store, self.config)

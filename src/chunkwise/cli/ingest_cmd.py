@@ -29,6 +29,7 @@ from chunkwise.cli.kb_options import (
 )
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.report import IngestEvent
+from chunkwise.results import ingest_body
 
 
 def ingest_command(
@@ -67,7 +68,7 @@ def ingest_command(
         for source, reason in report.failed:
             sys.stderr.write(f"error: {source}: {reason}\n")
         if as_json:
-            body = dict(report.to_dict(), accounting=base.accounting(), counts=base.store.counts())
+            body = ingest_body(report, base.models, base.store)
             sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
         else:
             counts = base.store.counts()

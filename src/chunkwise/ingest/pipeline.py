@@ -14,9 +14,9 @@ them all and its budget bounds them all.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
 from itertools import islice
 from pathlib import Path
 
@@ -80,6 +80,13 @@ class IngestPipeline:
         """Parse and ingest files (directories are searched for supported files)."""
         files = expand_paths(paths)
         return self.run(_parsed(files), len(files), on_progress)
+
+    def add_bytes(
+        self, files: Sequence[tuple[str, bytes]], on_progress: ProgressFn | None = None
+    ) -> IngestReport:
+        """Parse and ingest in-memory files, each a ``(name, content)`` pair: the name is the document
+        id and, by its extension, the format hint (files uploaded to a server come this way)."""
+        return self.run(_parsed_bytes(files), len(files), on_progress)
 
     def add_documents(self, docs: Sequence[Document], on_progress: ProgressFn | None = None) -> IngestReport:
         """Ingest already-parsed documents (evaluation data sets come this way)."""
@@ -206,13 +213,26 @@ class _Batch:
 
 
 def _parsed(files: Sequence[Path]) -> Iterator[Document | Failure]:
-    """Each file parsed, or the reason it could not be (a parser bug is reported, not raised)."""
+    """Each file parsed, or the reason it could not be."""
     from chunkwise.parsing import parse_file
 
     for file in files:
-        try:
-            yield parse_file(file)
-        except (ChunkwiseError, OSError) as exc:
-            yield Failure(str(file), str(exc))
-        except Exception as exc:  # a parser bug must not end the batch; it is reported as such
-            yield Failure(str(file), f"unexpected {type(exc).__name__}: {exc}")
+        yield _attempt(str(file), partial(parse_file, file))
+
+
+def _parsed_bytes(files: Sequence[tuple[str, bytes]]) -> Iterator[Document | Failure]:
+    """Each in-memory file parsed, or the reason it could not be."""
+    from chunkwise.parsing import parse_bytes
+
+    for name, data in files:
+        yield _attempt(name, partial(parse_bytes, data, name))
+
+
+def _attempt(source: str, parse: Callable[[], Document]) -> Document | Failure:
+    """The document ``parse`` returns, or the reason it failed (a parser bug is reported, not raised)."""
+    try:
+        return parse()
+    except (ChunkwiseError, OSError) as exc:
+        return Failure(source, str(exc))
+    except Exception as exc:  # a parser bug must not end the batch; it is reported as such
+        return Failure(source, f"unexpected {type(exc).__name__}: {exc}")
