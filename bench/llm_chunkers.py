@@ -64,11 +64,17 @@ def violations(doc: Document, chunks: list[Chunk], unit: str, max_size: int) -> 
     return found
 
 
-def run_chunker(name: str, doc: Document, llm_spec: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One chunker on one document in a fresh model context; tokens, cost, time, outcomes, violations."""
+def run_chunker(
+    name: str, doc: Document, llm_spec: str, params: dict[str, Any], base: ModelsConfig | None = None
+) -> dict[str, Any]:
+    """One chunker on one document in a fresh model context; tokens, cost, time, outcomes, violations.
+
+    ``base`` is the model configuration to start from (default: the environment's)."""
     # No cache (every call is made and timed); one structured attempt per call, since the chunkers
     # re-ask (wrac) or fall back (sections) themselves.
-    config = dataclasses.replace(ModelsConfig.load(), llm=llm_spec, cache=False, structured_attempts=1)
+    config = dataclasses.replace(
+        base or ModelsConfig.load(), llm=llm_spec, cache=False, structured_attempts=1
+    )
     models = Models(config)
     chunker = get_chunker(name, models=models, **params)
     began = time.perf_counter()

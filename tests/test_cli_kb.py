@@ -61,7 +61,7 @@ def test_missing_kb_is_a_clean_error(tmp_path):
     done = run_chunkwise("search", "x", "--kb", str(tmp_path / "none"), check=False)
     assert done.returncode == 2
     assert done.stderr.startswith("error: ")
-    assert "run chunkwise ingest first" in done.stderr
+    assert "no knowledge base here" in done.stderr
 
 
 def _script(payload):

@@ -34,7 +34,8 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("chunkwise.ingest", "chunkwise.query"),
     ("chunkwise.kb",),
     ("chunkwise.evaluation",),
-    ("chunkwise.api",),
+    ("chunkwise.api", "chunkwise.results"),
+    ("chunkwise.server", "chunkwise.adapters"),
     ("chunkwise.cli", "chunkwise", "chunkwise.__main__"),
 )
 

@@ -165,7 +165,7 @@ def test_echo_logprobs_cover_the_continuation_only(server: OpenAIServer, config:
     prompt, continuation = "Split this text:", " Cats purr.\n\nDogs bark."
     result = llm.logprobs(prompt, continuation, candidates=["\n\n", "never-seen"])
     request = server.requests[0].json
-    assert (request["prompt"], request["echo"], request["max_tokens"]) == (prompt + continuation, True, 0)
+    assert (request["prompt"], request["echo"], request["max_tokens"]) == (prompt + continuation, True, 1)
     assert "".join(result.tokens) == continuation
     assert [continuation[o : o + len(t)] for t, o in zip(result.tokens, result.offsets, strict=True)] == list(
         result.tokens

@@ -3,33 +3,36 @@
 Python blocks run as scripts; the ``text`` block right after one is its expected output. Console blocks
 run command by command, in order; the lines after a ``$ command`` line are its expected output. In an
 expected output ``...`` stands for any text (across lines, too), so an example can show the stable
-part of a long JSON line. Each example runs in a fresh working directory that sees the repository's
-``tests/`` and ``samples/`` folders, so the relative paths in the README hold and nothing is written into
-the checkout.
+part of a long JSON line (:mod:`tests.support.readme` reads the blocks and matches the outputs). Each
+example runs in a fresh working directory that sees the repository's ``tests/`` and ``samples/``
+folders, so the relative paths in the README hold and nothing is written into the checkout.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.readme import (
+    console_commands,
+    matches,
+    readme_blocks,
+    readme_text,
+    run_console,
+    starts_a_server,
+)
+
 REPO = Path(__file__).resolve().parent.parent
-README = (REPO / "README.md").read_text(encoding="utf-8")
-BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.MULTILINE | re.DOTALL)
-
-
-def _blocks() -> list[tuple[str, str]]:
-    return [(lang, body) for lang, body in BLOCK.findall(README)]
+README = readme_text()
 
 
 def python_examples() -> list[tuple[str, str]]:
     """``(code, expected output)`` for each Python block; the output is the ``text`` block after it."""
-    blocks = _blocks()
+    blocks = readme_blocks()
     examples = []
     for index, (lang, body) in enumerate(blocks):
         if lang == "python":
@@ -39,29 +42,13 @@ def python_examples() -> list[tuple[str, str]]:
 
 
 def console_examples() -> list[tuple[str, str]]:
-    """``(command, expected output)`` for each ``$`` line of the console blocks, in order."""
-    examples: list[tuple[str, list[str]]] = []
-    for lang, body in _blocks():
-        if lang != "console":
-            continue
-        for line in body.splitlines():
-            if line.startswith("$ "):
-                examples.append((line[2:], []))
-            elif examples:
-                examples[-1][1].append(line)
-    return [(command, "\n".join(lines)) for command, lines in examples]
-
-
-def _words(text: str) -> str:
-    return " ".join(text.split())
-
-
-def matches(expected: str, actual: str) -> bool:
-    """Whether ``actual`` is ``expected`` with each ``...`` standing for any text; runs of whitespace
-    compare equal, so a line wrapped at another terminal width still matches. The whole output must
-    match."""
-    pattern = r"\s*.*?\s*".join(re.escape(_words(part)) for part in expected.split("..."))
-    return re.fullmatch(pattern, _words(actual), re.DOTALL) is not None
+    """``(command, expected output)`` for each ``$`` line of the console blocks, in order (the blocks
+    that start a server are run by ``tests/server/test_serve_cli.py``)."""
+    examples: list[tuple[str, str]] = []
+    for lang, body in readme_blocks():
+        if lang == "console" and not starts_a_server(body):
+            examples += console_commands(body)
+    return examples
 
 
 def _workdir(tmp_path: Path) -> Path:
@@ -111,15 +98,7 @@ def test_python_example_prints_what_the_readme_shows(index: int, tmp_path: Path)
 def test_console_examples_print_what_the_readme_shows(tmp_path: Path) -> None:
     workdir = _workdir(tmp_path)
     for command, expected in console_examples():
-        result = subprocess.run(
-            ["bash", "-c", command],
-            cwd=workdir,
-            env=_env(),
-            capture_output=True,
-            text=True,
-            timeout=600,
-            check=False,
-        )
+        result = run_console(command, workdir, _env())
         assert result.returncode == 0, f"{command}\n{result.stderr[-3000:]}"
         assert matches(expected, result.stdout), (
             f"{command}\nexpected:\n{expected}\nprinted:\n{result.stdout}"

@@ -12,40 +12,12 @@ import threading
 import numpy as np
 import pytest
 
-from chunkwise.chunking.chunk import make_chunk
 from chunkwise.errors import SchemaVersionError
 from chunkwise.store import StoreSettings
 from chunkwise.store.dense import DenseIndex
 from chunkwise.store.sqlite import SQLiteStore, fts_query
 from tests.support.documents import doc_from_markdown_lines
-
-DOC = doc_from_markdown_lines(
-    "guide.md",
-    "# Travel guide\nChecked bags may weigh up to 23 kg.\n## Pets\nSmall pets travel in the cabin.\n"
-    "## Refunds\nRefunds take seven working days.",
-)
-
-
-def fixed_chunks(doc, size):
-    return [make_chunk(doc, s, min(s + size, len(doc.text))) for s in range(0, len(doc.text), size)]
-
-
-def unit_vectors(n, dim=8, seed=0):
-    v = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
-
-
-def put(store, doc, size=40, seed=0, fingerprint="f1"):
-    chunks = fixed_chunks(doc, size)
-    store.check_embedder("test", 8)
-    store.put(
-        doc,
-        chunks,
-        [f"Document: {doc.id}"] * len(chunks),
-        unit_vectors(len(chunks), seed=seed),
-        fingerprint=fingerprint,
-    )
-    return chunks
+from tests.support.store import DOC, put, unit_vectors
 
 
 def test_round_trip_and_consistency(tmp_path):
@@ -252,25 +224,36 @@ def test_sigkill_mid_ingest_leaves_whole_documents(tmp_path, crash_doc):
         assert store.check() == []
 
 
+def _downgrade_to_schema_1(store):
+    """Rewrite ``store``'s FTS5 table as schema 1 had it: raw header + text under FTS5's Porter tokenizer."""
+    with store._write() as db:
+        db.execute("DROP TABLE chunks_fts")
+        db.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(body, tokenize = 'porter unicode61')")
+        db.execute(
+            "INSERT INTO chunks_fts (rowid, body) SELECT chunk_key, header || char(10) || text"
+            " FROM chunks JOIN headers USING (chunk_key)"
+        )
+        db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+
+
 def test_schema_1_is_upgraded_and_a_newer_schema_refused(tmp_path):
     """A schema-1 store (FTS5 over raw text with its own Porter tokenizer) is rebuilt on opening: its
-    rows become the shared analyser's terms, so both stores rank alike; a newer schema is refused."""
+    rows become the shared analyser's terms, so both stores rank alike; a newer schema is refused. A
+    read-only opening cannot upgrade it: it is refused, and ``check`` names the old schema."""
     with SQLiteStore(tmp_path / "kb", StoreSettings(bm25s_threshold=None)) as store:
         put(store, DOC, size=60)
         expected = store.bm25("how long do refunds take", 3)
-        with store._write() as db:
-            db.execute("DROP TABLE chunks_fts")
-            db.execute("CREATE VIRTUAL TABLE chunks_fts USING fts5(body, tokenize = 'porter unicode61')")
-            db.execute(
-                "INSERT INTO chunks_fts (rowid, body) SELECT chunk_key, header || char(10) || text"
-                " FROM chunks JOIN headers USING (chunk_key)"
-            )
-            db.execute("UPDATE meta SET value = '1' WHERE key = 'schema_version'")
+        _downgrade_to_schema_1(store)
+    with pytest.raises(SchemaVersionError, match="schema 1 is older than the supported 2"):
+        SQLiteStore(tmp_path / "kb", read_only=True)
+    with SQLiteStore(tmp_path / "kb", read_only=True, damaged_ok=True) as store:
+        assert store.check()[0].startswith("store schema 1 is older than the supported 2")
+        assert "3 BM25 rows that are not their chunk's terms (first: chunk key 1)" in store.check()
     with SQLiteStore(tmp_path / "kb", StoreSettings(bm25s_threshold=None)) as store:
         assert store.meta("schema_version") == "2"
         assert store.check() == []
         assert store.bm25("how long do refunds take", 3) == expected
-        assert store.repair() == ["rebuilt the BM25 rows of 3 chunks"]
+        assert store.repair() == ["kept 1 documents (3 chunks) and rebuilt the full-text index"]
         assert store.bm25("how long do refunds take", 3) == expected
         store.set_meta("schema_version", "3")
     with pytest.raises(SchemaVersionError, match="schema 3 is newer than the supported 2"):

@@ -14,6 +14,7 @@ import textwrap
 import threading
 from pathlib import Path
 
+import httpx
 import numpy as np
 import pytest
 
@@ -27,13 +28,15 @@ from chunkwise.errors import (
 )
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
+from chunkwise.server import create_app
 from chunkwise.store import StoreSettings, open_store
 from chunkwise.store.pgurl import parse
 from tests.support.cli import run_chunkwise
 from tests.support.documents import format_docs
 from tests.support.fakes import HashEmbedder
 from tests.support.postgres import APP_PASSWORD
-from tests.test_store import DOC, put
+from tests.support.server import running_app
+from tests.support.store import DOC, put
 
 pytest.importorskip("psycopg")
 
@@ -151,6 +154,7 @@ WRITER = textwrap.dedent(
     import sys
     from chunkwise.kb import KnowledgeBase
     from chunkwise.models import Models
+from chunkwise.server import create_app
     from tests.support.fakes import HashEmbedder
 
     with KnowledgeBase(sys.argv[1], models=Models(embedder=HashEmbedder())) as kb:
@@ -228,10 +232,17 @@ def test_reads_do_not_wait_for_a_writer(pg_url, pg_server):
         assert results == [1, 3, 1]  # the last committed state
 
 
-def test_schema_versions_and_missing_store(pg_url, pg_server):
-    with pytest.raises(StoreError, match="no knowledge base here"):
-        open_store(pg_url, create=False)
+def test_schema_versions_missing_and_read_only_store(pg_url, pg_server):
+    for options in ({"create": False}, {"read_only": True}):
+        with pytest.raises(StoreError, match="no knowledge base here"):
+            open_store(pg_url, **options)
     open_store(pg_url).close()
+    with open_store(pg_url, read_only=True, damaged_ok=True) as store:
+        assert store.counts()["documents"] == 0
+        assert store.check() == []
+        for write in (lambda: store.set_meta("key", "value"), store.repair, lambda: put(store, DOC)):
+            with pytest.raises(StoreError, match="opened read-only"):
+                write()
     with pg_server.admin() as conn:
         conn.execute(f"UPDATE \"{parse(pg_url).schema}\".meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(SchemaVersionError, match="schema 99 is newer than the supported 1"):
@@ -328,7 +339,8 @@ def test_cli_bad_input_is_one_line_exit_2_and_never_shows_the_password(tmp_path,
 
 def test_samples_through_the_cli_same_hits_as_sqlite(tmp_path, pg_server):
     """The README's commands: ingest samples/docs into PostgreSQL (password in the URL) and into SQLite,
-    then search and ask give the same hits and answer; the password appears in no output, file or log."""
+    then search and ask give the same hits and answer; ``kb check`` and ``kb repair`` take the URL, and a
+    server over it returns the same hits; the password appears in no output, file or log."""
     root = Path(__file__).resolve().parent.parent
     url = pg_server.url("samples", "app", APP_PASSWORD, db="appdb")
     cache = tmp_path / "cache"
@@ -352,6 +364,15 @@ def test_samples_through_the_cli_same_hits_as_sqlite(tmp_path, pg_server):
         )
     assert results["sqlite"] == results["postgres"]
     assert json.loads(outputs[3].stdout)["counts"]["documents"] == 6
+    check = run_chunkwise("kb", "check", "--kb", url, cache=cache)
+    assert (check.returncode, check.stdout.split(",")[0]) == (0, "ok: 6 documents"), check.stderr
+    repair = run_chunkwise("kb", "repair", "--kb", url, "--json", cache=cache)
+    assert repair.returncode == 0, repair.stderr
+    assert json.loads(repair.stdout)["problems"] == []
+    outputs += [check, repair]
+    with running_app(create_app(url)) as base, httpx.Client(base_url=base, timeout=600) as http:
+        served = http.post("/v1/search", json={"query": question, "k": 5}).raise_for_status().json()
+    assert [(h["chunk_id"], round(h["score"], 6)) for h in served["hits"]] == results["postgres"][0]
     for done in outputs:
         assert APP_PASSWORD not in done.stdout + done.stderr
     assert not any(APP_PASSWORD.encode() in p.read_bytes() for p in tmp_path.rglob("*") if p.is_file())

@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         ModelError,
         ParseError,
         QueryError,
+        StoreError,
     )
     from chunkwise.ingest.report import IngestReport
     from chunkwise.kb import KnowledgeBase
@@ -68,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "ModelError": "chunkwise.errors",
     "BudgetExceededError": "chunkwise.errors",
     "QueryError": "chunkwise.errors",
+    "StoreError": "chunkwise.errors",
 }
 
 __all__ = [
@@ -89,6 +91,7 @@ __all__ = [
     "QueryError",
     "Segment",
     "Span",
+    "StoreError",
     "Trace",
     "Unit",
     "UnitKind",

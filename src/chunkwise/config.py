@@ -69,7 +69,9 @@ class HeadersConfig:
 class RetrievalConfig:
     """First-stage retrieval: each retriever returns ``candidates`` chunks, fused by ``fusion``. Stores of
     at least ``hnsw_threshold`` chunks search vectors by HNSW, of at least ``bm25s_threshold`` chunks
-    answer BM25 from the bm25s sidecar (exact search and FTS5 below)."""
+    answer BM25 from the bm25s sidecar (exact search and FTS5 below). The retrievers read the first
+    ``max_query_tokens`` tokens of a query (estimated at four characters a token, cut at a word), so a
+    very long query costs the embedder and BM25 no more than that; the trace notes the cut."""
 
     bm25: bool = True
     dense: bool = True
@@ -80,6 +82,7 @@ class RetrievalConfig:
     hnsw_threshold: int = 50_000
     bm25s_threshold: int = 20_000
     embed_batch: int = 256
+    max_query_tokens: int = 512
 
 
 @dataclass(frozen=True)

@@ -64,8 +64,19 @@ class ConfigError(ChunkwiseError):
 
 
 class StoreError(ChunkwiseError):
-    """A knowledge-base store cannot be opened or used. The message names the store by its location,
-    which never includes a password."""
+    """A knowledge-base store cannot be opened, read or written: ``location`` names the directory, file or
+    server (a URL never includes its password), ``reason`` says why (not a directory, read-only, locked,
+    the server does not answer) and what to do about it."""
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"{location}: {reason}")
+        self.location = location
+        self.reason = reason
+
+
+class CorruptStoreError(StoreError):
+    """A store's files are damaged (truncated, overwritten, a broken write-ahead log or index).
+    ``chunkwise kb check`` lists the damage and ``chunkwise kb repair`` rebuilds what can be kept."""
 
 
 class StoreURLError(StoreError, ConfigError):
@@ -86,7 +97,8 @@ class StoreExtensionError(StoreError):
 
 
 class SchemaVersionError(StoreError):
-    """The store was written by a newer chunkwise (its schema version is above the supported one)."""
+    """The store's schema version cannot be used as opened: it is above the supported one (a newer
+    chunkwise wrote it), or below it where the store may not be upgraded (opened read-only)."""
 
 
 class ClusterError(ChunkwiseError):
@@ -107,7 +119,16 @@ class ModelError(ChunkwiseError):
 
 
 class ModelCallError(ModelError):
-    """A remote model endpoint kept failing (timeouts, 429/5xx, dropped connections, unreadable bodies)."""
+    """A remote model endpoint kept failing (timeouts, 429/5xx, dropped connections, unreadable bodies), or
+    refused the request; ``status`` is the last HTTP status received (``None`` when none was)."""
+
+    def __init__(self, model: str, reason: str, status: int | None = None) -> None:
+        super().__init__(model, reason)
+        self.status = status
+
+
+class LogprobsUnavailableError(ModelError):
+    """The backend cannot score a given text: its server returns no logprobs for the prompt's tokens."""
 
 
 class LLMResponseError(ModelError):

@@ -56,13 +56,24 @@ def store_settings(config: PipelineConfig) -> StoreSettings:
     )
 
 
+def record_config(store: Store, config: PipelineConfig) -> None:
+    """Record ``config`` in ``store`` (what :func:`stored_config` reads back): every writer to a store
+    does this before it ingests, so a reader opened without a configuration uses the same settings."""
+    store.set_meta(CONFIG_META_KEY, json.dumps(config.to_stored(), sort_keys=True))
+
+
 class KnowledgeBase:
     """Documents in a store, searchable and answerable (see the module docstring).
 
     ``location``: the store (a knowledge-base directory or a ``postgresql://`` URL); ``None`` takes
     ``config.store.url``. ``config``: the configuration to use; ``None`` uses the one recorded in the
     store, else the defaults. ``models``: the run's model context; ``None`` builds one from
-    ``config.models``. ``create``: False refuses a location that holds no knowledge base yet.
+    ``config.models``. ``read_only``: search and answer only (the store must exist; a read-only or
+    immutable directory works), ingesting raises :class:`~chunkwise.errors.StoreError`.
+
+    Raises:
+        StoreError: the store cannot be opened (see :func:`~chunkwise.store.open_store`).
+        ConfigError: neither ``location`` nor ``config.store.url`` names a store.
     """
 
     def __init__(
@@ -71,13 +82,14 @@ class KnowledgeBase:
         config: PipelineConfig | None = None,
         *,
         models: Models | None = None,
-        create: bool = True,
+        read_only: bool = False,
     ) -> None:
         where = location if location is not None else config.store.url if config else None
         if where is None:
             raise ConfigError("no knowledge base given: pass a location or set [store] url")
         self._location = where  # as given: a URL may hold the password Ray workers need to connect
-        self.store: Store = open_store(where, store_settings(config) if config else None, create=create)
+        settings = store_settings(config) if config else None
+        self.store: Store = open_store(where, settings, read_only=read_only)
         self.config: PipelineConfig = config or stored_config(self.store) or load_config()
         self.store.settings = store_settings(self.config)
         self.models = models if models is not None else Models(self.config.models)
@@ -122,6 +134,14 @@ class KnowledgeBase:
             return ray_add_files(self.ingest, self._location, paths, ray, on_progress)
         return self.ingest.add_files(paths, on_progress)
 
+    def add_bytes(
+        self, files: Sequence[tuple[str, bytes]], on_progress: ProgressFn | None = None
+    ) -> IngestReport:
+        """Parse and store in-memory files, each a ``(name, content)`` pair; the name is the document id
+        (a server's uploads come this way). Per-file errors are in ``report.failed``, as with :meth:`add`."""
+        self._record_config()
+        return self.ingest.add_bytes(files, on_progress)
+
     def add_documents(self, docs: Sequence[Document], on_progress: ProgressFn | None = None) -> IngestReport:
         """Store already-parsed documents (evaluation data sets come this way)."""
         self._record_config()
@@ -152,4 +172,5 @@ class KnowledgeBase:
         return self.models.accounting(since)
 
     def _record_config(self) -> None:
-        self.store.set_meta(CONFIG_META_KEY, json.dumps(self.config.to_stored(), sort_keys=True))
+        """Record this knowledge base's configuration in its store, before an ingest."""
+        record_config(self.store, self.config)

@@ -5,9 +5,10 @@
 function of the continuation, so hypothesis can drive every branch of the checks and repairs, and the
 query stages can be tested with exact replies. :class:`CountingEmbedder` wraps the real embedder and
 counts what it embeds. :class:`HashEmbedder` gives each text a fixed pseudo-random unit vector (no
-model: for tests of storage and ingestion, where many processes would otherwise each load one). Tests
-that need a real model or a real HTTP server use the local models, the real OpenAI-compatible server, or
-the scripted loopback server (for faults) instead.
+model: for tests of storage and ingestion, where many processes would otherwise each load one);
+:class:`RecordingEmbedder` is one that also records the size of each call. Tests that need a real model
+or a real HTTP server use the local models, the real OpenAI-compatible server, or the scripted loopback
+server (for faults) instead.
 """
 
 from __future__ import annotations
@@ -142,6 +143,7 @@ class HashEmbedder:
     dim = 16
 
     def embed(self, texts: Sequence[str]) -> Any:
+        """One unit vector per text, the same for the same text in any process."""
         rows = [
             np.random.default_rng(int.from_bytes(hashlib.sha256(t.encode()).digest()[:8], "big")).normal(
                 size=self.dim
@@ -150,3 +152,20 @@ class HashEmbedder:
         ]
         vectors = np.array(rows, dtype=np.float32).reshape(len(texts), self.dim)
         return vectors / np.maximum(np.linalg.norm(vectors, axis=1, keepdims=True), 1e-12)
+
+
+class RecordingEmbedder(HashEmbedder):
+    """A :class:`HashEmbedder` whose ``calls`` records how many texts every call received (so a test can
+    see how an ingest slices its work) and ``last`` the last text."""
+
+    name = "recording"
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        self.last = ""
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        """Record the call, then embed as :class:`HashEmbedder` does."""
+        self.calls.append(len(texts))
+        self.last = texts[-1] if texts else self.last
+        return super().embed(texts)

@@ -6,7 +6,9 @@ it, the configuration's ``[store] url`` is used. ``ingest`` records the configur
 store, so a later ``search`` or ``ask`` on the same knowledge base uses the same chunking, headers and
 stages unless it is given ``--config`` or ``--preset``.
 The knowledge base is opened with its configuration fully resolved (the budget options applied), and
-is not changed afterwards.
+is not changed afterwards. ``search`` and ``ask`` open it read-only, so a read-only or immutable
+directory can be searched; ``--kb`` is taken as given (an empty value is refused, not read as the
+current directory).
 """
 
 from __future__ import annotations
@@ -21,14 +23,14 @@ from chunkwise.errors import ConfigError
 from chunkwise.kb import KnowledgeBase, stored_config
 from chunkwise.store import open_store
 
+#: What ``--kb`` names, for its help.
+KB_HELP = "Knowledge base: a directory or postgresql://user@host:port/db?schema=NAME"
+#: A string, not a ``Path``: ``Path("")`` would silently mean the current directory.
 KbOption = Annotated[
-    str | None,
-    typer.Option(
-        "--kb",
-        help="Knowledge base: a directory or postgresql://user@host:port/db?schema=NAME "
-        "(default: [store] url of the configuration).",
-    ),
+    str | None, typer.Option("--kb", help=f"{KB_HELP} (default: [store] url of the configuration).")
 ]
+#: ``--kb`` where it must be given (``kb check``, ``kb repair``).
+RequiredKbOption = Annotated[str, typer.Option("--kb", help=f"{KB_HELP}.")]
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="Pipeline configuration (TOML).")]
 PresetOption = Annotated[str | None, typer.Option("--preset", help="Named preset: fast, chunkrag, dsrag.")]
 MaxCostOption = Annotated[
@@ -57,14 +59,21 @@ def open_kb(
 ) -> KnowledgeBase:
     """The knowledge base at ``kb`` with the given configuration, else the one ingest recorded there.
 
-    ``max_cost``/``max_tokens`` override the budget of the ``[models]`` section for this run: the model
-    layer refuses the call that would cross it with :class:`~chunkwise.errors.BudgetExceededError`.
+    ``kb``: a directory or a store URL; ``None`` takes the ``[store] url`` of the given configuration.
+    ``create``: to ingest (the directory and store are created when absent); otherwise the store must
+    exist and is opened read-only. ``max_cost``/``max_tokens`` override the budget of the ``[models]``
+    section for this run: the model layer refuses the call that would cross it with
+    :class:`~chunkwise.errors.BudgetExceededError`.
+
+    Raises:
+        StoreError: the store cannot be opened (not a directory, read-only for ingest, damaged, absent,
+            a server that does not answer).
+        ConfigError: no ``--kb`` and no configuration that names a store.
     """
     given = load_config(config, preset) if config is not None or preset is not None else None
-    location = kb if kb is not None else given.store.url if given is not None else None
-    if location is None:
-        raise ConfigError("no knowledge base given: pass --kb, or a --config with [store] url")
     if given is None:
-        with open_store(location, create=create) as store:
+        if kb is None:
+            raise ConfigError("no knowledge base given: pass --kb, or a --config with [store] url")
+        with open_store(kb, read_only=not create) as store:
             given = stored_config(store) or load_config()
-    return KnowledgeBase(location, given.with_budget(max_cost, max_tokens), create=create)
+    return KnowledgeBase(kb, given.with_budget(max_cost, max_tokens), read_only=not create)

@@ -1,20 +1,23 @@
 """The ingest pipeline: files or documents -> parse -> chunk -> contextual headers -> embed -> store.
 
-Documents are prepared one at a time (parsed, chunked, given headers) and embedded in batches of about
-``retrieval.embed_batch`` chunks; each document is then stored in its own transaction, so a crash leaves
-every document whole or absent. A file that cannot be parsed or chunked is reported and the batch goes
-on. A document whose content and ingest settings (:meth:`PipelineConfig.ingest_fingerprint`) match the
-stored version is skipped. A model budget spent mid-batch stops the batch after storing the documents
-already prepared. Every model call (chunkers, headers, the embedder) goes through the run's
-:class:`~chunkwise.models.Models`, so its ledger holds them all and its budget bounds them all.
+Documents are prepared one at a time (parsed, chunked, given headers) and embedded in calls of at most
+``retrieval.embed_batch`` chunks, a long document over several calls (with progress events between them);
+each document is stored in its own transaction as soon as its chunks are embedded, so a crash leaves every
+document whole or absent and memory follows one document, not the whole batch. A file that cannot be
+parsed or chunked is reported and the batch goes on. A document whose content and ingest settings
+(:meth:`PipelineConfig.ingest_fingerprint`) match the stored version is skipped. A model budget spent
+mid-batch stops the batch after storing the documents already prepared. Every model call (chunkers,
+headers, the embedder) goes through the run's :class:`~chunkwise.models.Models`, so its ledger holds
+them all and its budget bounds them all.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, partial
+from itertools import islice
 from pathlib import Path
 
 import numpy as np
@@ -77,6 +80,13 @@ class IngestPipeline:
         """Parse and ingest files (directories are searched for supported files)."""
         files = expand_paths(paths)
         return self.run((parse_one(file) for file in files), len(files), on_progress)
+
+    def add_bytes(
+        self, files: Sequence[tuple[str, bytes]], on_progress: ProgressFn | None = None
+    ) -> IngestReport:
+        """Parse and ingest in-memory files, each a ``(name, content)`` pair: the name is the document
+        id and, by its extension, the format hint (files uploaded to a server come this way)."""
+        return self.run(_parsed_bytes(files), len(files), on_progress)
 
     def add_documents(self, docs: Sequence[Document], on_progress: ProgressFn | None = None) -> IngestReport:
         """Ingest already-parsed documents (evaluation data sets come this way)."""
@@ -170,18 +180,50 @@ class _Batch:
             self.flush()
 
     def flush(self) -> None:
-        """Embed the pending chunks in one call and store each pending document in its transaction."""
-        texts = chunk_texts(self.pending)
-        began = time.perf_counter()
-        vectors = self.embedder.embed(texts) if texts else np.zeros((0, self.embedder.dim), dtype=np.float32)
-        self.report.embed_seconds += time.perf_counter() - began
-        row = 0
-        for item in self.pending:
-            n = len(item.chunks)
-            status = self.pipeline.store_prepared(item, vectors[row : row + n], self.fingerprint)
-            row += n
-            self.done(item.doc.id, status, n if status != "skipped" else 0)
-        self.pending.clear()
+        """Embed the pending chunks in calls of at most ``embed_batch`` texts and store each pending
+        document, in its own transaction, as soon as all its chunks are embedded.
+
+        Only one call's texts exist at a time; besides them, the pending documents' vectors (for a long
+        document, its own alone) are all that is held, so memory follows one document, not the batch."""
+        pending, self.pending = self.pending, []
+        size = max(1, self.pipeline.config.retrieval.embed_batch)
+        vectors = [np.empty((len(p.chunks), self.embedder.dim), dtype=np.float32) for p in pending]
+        positions = ((i, row) for i, item in enumerate(pending) for row in range(len(item.chunks)))
+        stored = 0
+        while part := list(islice(positions, size)):
+            texts = [contextual_text(pending[i].headers[row], pending[i].chunks[row].text) for i, row in part]
+            began = time.perf_counter()
+            embedded = self.embedder.embed(texts)
+            self.report.embed_seconds += time.perf_counter() - began
+            for (i, row), vector in zip(part, embedded, strict=True):
+                vectors[i][row] = vector
+            last, row = part[-1]
+            whole = last + 1 if row + 1 == len(pending[last].chunks) else last
+            for index in range(stored, whole):
+                self.store(pending[index], vectors[index])
+            stored = max(stored, whole)
+            if whole == last:  # the call ended inside a long document
+                self.embedding(pending[last], row + 1)
+        for index in range(stored, len(pending)):  # documents without chunks left after the last call
+            self.store(pending[index], vectors[index])
+
+    def embedding(self, item: Prepared, embedded: int) -> None:
+        """Report that ``embedded`` of ``item``'s chunks are embedded."""
+        if self.on_progress is not None:
+            event = IngestEvent(
+                item.doc.source or item.doc.id,
+                "embedding",
+                self.count,
+                self.total,
+                len(item.chunks),
+                embedded,
+            )
+            self.on_progress(event)
+
+    def store(self, item: Prepared, vectors: Vectors) -> None:
+        """Store one document with its vectors in its own transaction, and report what was committed."""
+        status = self.pipeline.store_prepared(item, vectors, self.fingerprint)
+        self.done(item.doc.id, status, len(item.chunks) if status != "skipped" else 0)
 
 
 def chunk_texts(items: Sequence[Prepared]) -> list[str]:
@@ -190,12 +232,25 @@ def chunk_texts(items: Sequence[Prepared]) -> list[str]:
 
 
 def parse_one(file: Path) -> Document | Failure:
-    """``file`` parsed, or the reason it could not be (a parser bug is reported, not raised)."""
+    """``file`` parsed, or the reason it could not be."""
     from chunkwise.parsing import parse_file
 
+    return _attempt(str(file), partial(parse_file, file))
+
+
+def _parsed_bytes(files: Sequence[tuple[str, bytes]]) -> Iterator[Document | Failure]:
+    """Each in-memory file parsed, or the reason it could not be."""
+    from chunkwise.parsing import parse_bytes
+
+    for name, data in files:
+        yield _attempt(name, partial(parse_bytes, data, name))
+
+
+def _attempt(source: str, parse: Callable[[], Document]) -> Document | Failure:
+    """The document ``parse`` returns, or the reason it failed (a parser bug is reported, not raised)."""
     try:
-        return parse_file(file)
+        return parse()
     except (ChunkwiseError, OSError) as exc:
-        return Failure(str(file), str(exc))
+        return Failure(source, str(exc))
     except Exception as exc:  # a parser bug must not end the batch; it is reported as such
-        return Failure(str(file), f"unexpected {type(exc).__name__}: {exc}")
+        return Failure(source, f"unexpected {type(exc).__name__}: {exc}")

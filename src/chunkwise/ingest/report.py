@@ -8,17 +8,23 @@ from typing import Any, Literal
 
 #: What happened to one input: stored new, stored over an older version, left as it was, or refused.
 Status = Literal["added", "replaced", "skipped", "failed"]
+#: What an event reports: an input's outcome, or ``embedding`` while a long document's chunks are embedded.
+Phase = Status | Literal["embedding"]
 
 
 @dataclass(frozen=True, slots=True)
 class IngestEvent:
-    """Progress of an ingest: the item just handled, what happened to it, and how far the batch is."""
+    """Progress of an ingest: the item just handled, what happened to it, and how far the batch is
+    (``done`` of ``total`` inputs finished). An outcome carries the ``chunks`` stored; an ``embedding``
+    event, sent after each embedding call that ends inside a document, carries the document's ``chunks``
+    and how many of them are ``embedded`` so far."""
 
     source: str
-    status: Status
+    status: Phase
     done: int
     total: int
     chunks: int = 0
+    embedded: int = 0
 
 
 ProgressFn = Callable[[IngestEvent], None]

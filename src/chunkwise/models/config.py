@@ -137,11 +137,17 @@ class ModelsConfig:
         return self.prices.get(model, Price())
 
     def cache_path(self) -> Path:
-        """The cache directory: ``cache_dir``, else ``$CHUNKWISE_CACHE_DIR``, else ``~/.cache/chunkwise``."""
-        if self.cache_dir:
-            return Path(self.cache_dir).expanduser()
-        env = os.environ.get("CHUNKWISE_CACHE_DIR")
-        return Path(env) if env else Path.home() / ".cache" / "chunkwise"
+        """The model cache directory: ``cache_dir``, else :func:`cache_root`."""
+        return Path(self.cache_dir).expanduser() if self.cache_dir else cache_root()
+
+
+def cache_root() -> Path:
+    """Where chunkwise keeps its caches (the model cache, the evaluation's indexes):
+    ``$CHUNKWISE_CACHE_DIR``, else ``$XDG_CACHE_HOME/chunkwise``, else ``~/.cache/chunkwise``."""
+    if os.environ.get("CHUNKWISE_CACHE_DIR"):
+        return Path(os.environ["CHUNKWISE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "chunkwise"
 
 
 def split_spec(spec: str) -> tuple[str, str]:

@@ -50,11 +50,16 @@ class Hit(Span):
         }
 
 
+#: Characters of a refused query quoted in the error (a long one is cut, so the error stays one short line).
+QUOTED_QUERY_CHARS = 60
+
+
 def check_query(query: str) -> str:
     """``query`` itself; :class:`~chunkwise.errors.QueryError` when it holds no letter or digit (an
     empty, blank or punctuation-only query would return arbitrary hits from dense search alone)."""
     if not any(ch.isalnum() for ch in query):
-        raise QueryError(f"the query {query!r} holds no word to search for")
+        shown = query if len(query) <= QUOTED_QUERY_CHARS else query[:QUOTED_QUERY_CHARS] + "…"
+        raise QueryError(f"the query {shown!r} holds no word to search for")
     return query
 
 

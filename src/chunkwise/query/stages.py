@@ -44,7 +44,9 @@ def _rewrite(ctx: StageContext) -> Stage | None:
 def _retrieve(ctx: StageContext) -> Stage:
     cfg = ctx.config.retrieval
     embedder = ctx.models.embedder() if cfg.dense else None
-    return Retrieve(ctx.store, embedder, bm25=cfg.bm25, candidates=cfg.candidates)
+    return Retrieve(
+        ctx.store, embedder, bm25=cfg.bm25, candidates=cfg.candidates, max_query_tokens=cfg.max_query_tokens
+    )
 
 
 def _fusion(ctx: StageContext) -> Stage:

@@ -28,7 +28,7 @@ __all__ = [
 ]
 
 #: URL scheme -> ``module:class`` of the store that opens it; the class is called as
-#: ``cls(location, settings, create=...)``.
+#: ``cls(location, settings, create=..., read_only=..., damaged_ok=...)``.
 SCHEMES: dict[str, str] = {
     "postgresql": "chunkwise.store.postgres:PostgresStore",
     "postgres": "chunkwise.store.postgres:PostgresStore",
@@ -47,17 +47,34 @@ def is_url(location: str | Path) -> bool:
     return isinstance(location, str) and _URL.match(location) is not None
 
 
-def open_store(location: str | Path, settings: StoreSettings | None = None, *, create: bool = True) -> Store:
+def open_store(
+    location: str | Path,
+    settings: StoreSettings | None = None,
+    *,
+    create: bool = True,
+    read_only: bool = False,
+    damaged_ok: bool = False,
+) -> Store:
     """The store at ``location`` (a URL, or a knowledge-base directory), created when absent unless
-    ``create`` is False (then :class:`~chunkwise.errors.StoreError` says there is none)."""
+    ``create`` is False or ``read_only`` (then it must exist; read-only, nothing is written to it).
+    ``damaged_ok`` opens a store that shows damage, for :meth:`~.protocol.Store.check` and
+    :meth:`~.protocol.Store.repair`.
+
+    Raises:
+        StoreError: the location cannot hold a store (not a directory, read-only for a writer, no store
+            there for a reader, a server that does not answer or refuses the credentials), or its files
+            are damaged (:class:`~chunkwise.errors.CorruptStoreError`).
+        StoreURLError: the URL is malformed or its scheme unknown.
+    """
+    options = {"create": create, "read_only": read_only, "damaged_ok": damaged_ok}
     match = _URL.match(location) if isinstance(location, str) else None
     if match is None:
         from chunkwise.store.sqlite import SQLiteStore
 
-        return SQLiteStore(location, settings, create=create)
+        return SQLiteStore(location, settings, **options)
     scheme = match.group(1).lower()
     if scheme not in SCHEMES:
-        raise StoreURLError(f"{scheme}://...: unknown store scheme; known: {', '.join(sorted(SCHEMES))}")
+        raise StoreURLError(f"{scheme}://...", f"unknown store scheme; known: {', '.join(sorted(SCHEMES))}")
     module, _, name = SCHEMES[scheme].partition(":")
-    store: Store = getattr(importlib.import_module(module), name)(location, settings, create=create)
+    store: Store = getattr(importlib.import_module(module), name)(location, settings, **options)
     return store

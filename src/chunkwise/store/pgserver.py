@@ -39,7 +39,7 @@ def start(directory: str | Path) -> str:
     try:
         server = embedded.get_server(folder, cleanup_mode=None)
     except Exception as exc:  # initdb/pg_ctl failures come as several exception types
-        raise StoreError(f"{folder}: could not start PostgreSQL: {exc}") from None
+        raise StoreError(str(folder), f"could not start PostgreSQL: {exc}") from None
     return str(server.get_uri())
 
 

@@ -54,11 +54,11 @@ def parse(url: str) -> PgLocation:
         parts = urlsplit(url)
         parts.port  # noqa: B018 - parsing the port is the check
     except ValueError as exc:
-        raise StoreURLError(f"{display}: malformed PostgreSQL URL ({exc})") from None
+        raise StoreURLError(display, f"malformed PostgreSQL URL ({exc})") from None
     if parts.scheme not in SCHEMES:
-        raise StoreURLError(f"{display}: not a PostgreSQL URL (expected postgresql://user@host:port/db)")
+        raise StoreURLError(display, "not a PostgreSQL URL (expected postgresql://user@host:port/db)")
     if not parts.hostname and not parts.path.strip("/"):
-        raise StoreURLError(f"{display}: a PostgreSQL URL needs a host or a database name")
+        raise StoreURLError(display, "a PostgreSQL URL needs a host or a database name")
     params = parse_qsl(parts.query, keep_blank_values=True)
     schema = DEFAULT_SCHEMA
     libpq = []
@@ -69,7 +69,7 @@ def parse(url: str) -> PgLocation:
             libpq.append((key, value))
     if not _IDENTIFIER.fullmatch(schema):
         raise StoreURLError(
-            f"{display}: schema {schema!r} is not a plain identifier (lower-case letters, digits, _)"
+            display, f"schema {schema!r} is not a plain identifier (lower-case letters, digits, _)"
         )
     conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(libpq, safe="/"), ""))
     password = parts.password or dict(params).get("password")

@@ -130,9 +130,23 @@ def postings(header: str, text: str) -> tuple[int, Counter[str]]:
 
 class PostgresStore:
     """A knowledge base in a PostgreSQL schema (see the module docstring). Thread-safe: each call takes a
-    connection from the pool. Open one per process; any number of processes may write at once."""
+    connection from the pool. Open one per process; any number of processes may write at once.
 
-    def __init__(self, url: str, settings: StoreSettings | None = None, *, create: bool = True) -> None:
+    ``create``: create the tables when the schema holds none (else :class:`StoreError` says there is no
+    knowledge base). ``read_only``: never create or write (a write raises :class:`StoreError`).
+    ``damaged_ok`` is accepted for the signature every store shares: the server guards its own files, so
+    there is no damage to see on opening; :meth:`check` and :meth:`repair` work on any store that opens.
+    """
+
+    def __init__(
+        self,
+        url: str,
+        settings: StoreSettings | None = None,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        damaged_ok: bool = False,
+    ) -> None:
         import psycopg
         from psycopg_pool import ConnectionPool
 
@@ -140,8 +154,9 @@ class PostgresStore:
         self._settings = settings or StoreSettings()
         self._s = f'"{self._where.schema}"'
         self._vectors = False
+        self.read_only = read_only
         with self._connect() as conn:
-            self._setup(conn, create)
+            self._setup(conn, create and not read_only)
         self._psycopg = psycopg
         self._pool = ConnectionPool(
             self._where.conninfo,
@@ -188,8 +203,8 @@ class PostgresStore:
         lowered = message.lower()
         auth_words = ("password authentication failed", "no password supplied", "authentication failed")
         if state in _AUTH_STATES or any(word in lowered for word in auth_words):
-            return StoreAuthError(f"{self.location}: the server refused the credentials: {message}")
-        return StoreUnavailableError(f"{self.location}: cannot reach the database: {message}")
+            return StoreAuthError(self.location, f"the server refused the credentials: {message}")
+        return StoreUnavailableError(self.location, f"cannot reach the database: {message}")
 
     def _connect(self) -> Any:
         """One connection outside the pool, for opening the store (errors classified)."""
@@ -224,8 +239,14 @@ class PostgresStore:
             raise self._failure(exc) from None
 
     def _rows(self, sql: str, params: Any = None) -> list[Any]:
+        """The rows of one statement (``{s}`` in ``sql`` is the schema), on a pooled connection."""
         with self._conn() as conn:
             return list(conn.execute(sql.format(s=self._s), params).fetchall())
+
+    def _writable(self) -> None:
+        """Raise :class:`StoreError` when the store was opened read-only."""
+        if self.read_only:
+            raise StoreError(self.location, "opened read-only: nothing can be written to it")
 
     # --- schema ----------------------------------------------------------------------------------
 
@@ -243,7 +264,7 @@ class PostgresStore:
         conn.commit()
         if version is None:
             if not create:
-                raise StoreError(f"{self.location}: no knowledge base here (run chunkwise ingest first)")
+                raise StoreError(self.location, "no knowledge base here (ingest documents into it first)")
             with conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SETUP_LOCK,))
                 self._ensure_pgvector(conn)
@@ -274,9 +295,10 @@ class PostgresStore:
         except psycopg.Error as exc:
             reason = _one_line(str(exc), self._where.password)
             raise StoreExtensionError(
-                f"{self.location}: the pgvector extension ('vector') is missing from this database and "
+                self.location,
+                f"the pgvector extension ('vector') is missing from this database and "
                 f"could not be created ({reason}); install pgvector on the server and run "
-                "CREATE EXTENSION vector as the database owner"
+                "CREATE EXTENSION vector as the database owner",
             ) from None
 
     def meta(self, key: str) -> str | None:
@@ -286,6 +308,7 @@ class PostgresStore:
 
     def set_meta(self, key: str, value: str) -> None:
         """Store a setting."""
+        self._writable()
         self._rows(
             "INSERT INTO {s}.meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
             " RETURNING key",
@@ -297,6 +320,7 @@ class PostgresStore:
         :class:`ConfigError` if another embedder built the stored vectors."""
         stored = self.meta("embedder")
         if stored is None:
+            self._writable()
             with self._conn() as conn, conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SETUP_LOCK,))
                 row = conn.execute(f"SELECT value FROM {self._s}.meta WHERE key = 'embedder'").fetchone()
@@ -341,6 +365,7 @@ class PostgresStore:
         ``replaced``, or ``skipped`` when the same content and fingerprint were stored meanwhile."""
         if not len(chunks) == len(headers) == vectors.shape[0]:
             raise ValueError("chunks, headers and vectors must have one entry each per chunk")
+        self._writable()
         s = self._s
         derived = [postings(header, chunk.text) for chunk, header in zip(chunks, headers, strict=True)]
         lengths = [length for length, _ in derived]
@@ -453,6 +478,7 @@ class PostgresStore:
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document and everything derived from it; False if it was not stored."""
+        self._writable()
         with self._conn() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_DOC_LOCK, f"{self._s}/{doc_id}"))
             exists = conn.execute(
@@ -576,6 +602,7 @@ class PostgresStore:
         """Rebuild the derived rows from the stored chunks and headers: every chunk's BM25 postings and
         length (document by document, each under its lock), then the BM25 statistics and the HNSW
         index. Vectors and offsets cannot be rebuilt here: :meth:`check` reports them (re-ingest)."""
+        self._writable()
         done = []
         rebuilt = 0
         for (doc_id,) in self._rows("SELECT doc_id FROM {s}.documents ORDER BY doc_id"):
@@ -628,6 +655,7 @@ class PostgresStore:
         return self._vectors
 
     def _approximate(self, conn: Any) -> bool:
+        """True when the store holds at least ``hnsw_threshold`` chunks (the HNSW index answers)."""
         size = conn.execute(f"SELECT chunks FROM {self._s}.stats").fetchone()[0]
         return bool(size >= self._settings.hnsw_threshold)
 

@@ -152,12 +152,17 @@ class Store(Protocol):
         ...
 
     def check(self) -> list[str]:
-        """Consistency problems, empty when none."""
+        """Every consistency problem, empty when none: the database's own integrity, orphaned rows, each
+        stored chunk's offsets against its document's text (the exact-provenance rule), a header and a
+        vector per chunk, the lexical index's rows, and the sidecar indexes against the current store
+        generation. It only reads."""
         ...
 
     def repair(self) -> list[str]:
-        """Rebuild what is derived from the stored rows (lexical postings, statistics, indexes); what
-        was done, one line each."""
+        """Rebuild the derived indexes (the lexical index and its statistics, the vector and sidecar
+        indexes) from the stored rows, and say what was done, one line each. A document that cannot be
+        kept whole and exact is removed, never silently: it is named in the result with the reason, so
+        that ingesting its file again restores it."""
         ...
 
     def bm25(self, query: str, k: int) -> list[tuple[int, float]]:
@@ -165,7 +170,11 @@ class Store(Protocol):
         ...
 
     def dense(self, vector: Vectors, k: int) -> list[tuple[int, float]]:
-        """The ``k`` nearest chunk keys by cosine to ``vector``, best first."""
+        """The ``k`` nearest chunk keys by cosine to ``vector``, best first.
+
+        Raises:
+            ConfigError: ``vector`` does not have the stored vectors' dimension (another embedder).
+        """
         ...
 
     def dense_method(self) -> str:

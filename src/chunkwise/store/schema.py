@@ -18,10 +18,10 @@ def upgrade(location: str, found: int, current: int, steps: Mapping[int, Callabl
     ``steps[v]`` upgrades version ``v`` to ``v + 1`` and records it."""
     if found > current:
         raise SchemaVersionError(
-            f"{location}: store schema {found} is newer than the supported {current}; "
-            "upgrade chunkwise to open it"
+            location,
+            f"store schema {found} is newer than the supported {current}; upgrade chunkwise to open it",
         )
     for version in range(found, current):
         if version not in steps:
-            raise SchemaVersionError(f"{location}: store schema {version} cannot be upgraded to {current}")
+            raise SchemaVersionError(location, f"store schema {version} cannot be upgraded to {current}")
         steps[version]()

@@ -14,61 +14,78 @@ stores answer BM25 queries from a bm25s sidecar built from these rows (:mod:`.le
 ``bench/pipeline_latency.py`` has the measurements behind the switch.
 
 Schema 2 changed the FTS5 rows from raw text (FTS5's own Porter tokenizer) to analysed terms; a schema-1
-store is upgraded when opened (its FTS5 table rebuilt from the stored chunks and headers).
+store is upgraded when opened for writing (its FTS5 table rebuilt from the stored chunks and headers), and
+a newer schema is refused (:mod:`.schema`).
+
+Opening is defensive, because the directory comes from the user: a location that is not a directory,
+database files that are not regular files, a 0-byte or overwritten database and a damaged write-ahead log
+are refused with a :class:`~chunkwise.errors.StoreError` naming the directory and the reason
+(:mod:`.sqlite_files` inspects the files before SQLite touches them). A new database is built under a
+temporary name and linked into place, so ``kb.sqlite`` always holds a whole schema and a 0-byte one is
+damage, never a store being created. A store opened ``read_only`` uses a read-only SQLite connection (and
+keeps the sidecar indexes in memory), so a read-only or immutable directory can still be searched. Any
+SQLite failure later (a damaged page, a lock held too long) is raised as a ``StoreError`` too;
+``check()`` lists the damage and ``repair()`` rebuilds the store from what can be read
+(:mod:`.sqlite_repair`).
 """
 
 from __future__ import annotations
 
 import json
+import os
+import shutil
 import sqlite3
 import threading
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from chunkwise.chunking.chunk import Chunk, contextual_text
+from chunkwise.chunking.chunk import Chunk
 from chunkwise.document import Document, Unit, UnitKind
-from chunkwise.errors import ConfigError, StoreError
+from chunkwise.errors import ChunkwiseError, ConfigError, CorruptStoreError, SchemaVersionError, StoreError
 from chunkwise.models.protocols import Vectors
+from chunkwise.store import dense, lexical
 from chunkwise.store.dense import DenseIndex
 from chunkwise.store.lexical import LexicalIndex
 from chunkwise.store.protocol import DocumentInfo, Status, StoredChunk, StoreSettings
 from chunkwise.store.schema import upgrade
-from chunkwise.terms import index_terms, search_terms
+from chunkwise.store.sidecar import stamp_state
+from chunkwise.store.sqlite_files import check_usable, damage, shm_path, wal_frames, wal_path
+from chunkwise.store.sqlite_repair import check_database, salvage
+from chunkwise.store.sqlite_schema import DB_NAME, SCHEMA_VERSION, create_schema, fts_body, rebuild_fts
+from chunkwise.terms import search_terms
 
-SCHEMA_VERSION = 2
-DB_NAME = "kb.sqlite"
+__all__ = ["DB_NAME", "SQLiteStore", "fts_body", "fts_query"]
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS documents (
-    doc_id TEXT PRIMARY KEY, source TEXT, title TEXT, format TEXT NOT NULL, content_hash TEXT NOT NULL,
-    fingerprint TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '', metadata TEXT NOT NULL, text TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS units (
-    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE, unit_id TEXT NOT NULL,
-    kind TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL, level INTEGER NOT NULL,
-    parent TEXT, page INTEGER, PRIMARY KEY (doc_id, unit_id)
-);
-CREATE TABLE IF NOT EXISTS chunks (
-    chunk_key INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL,
-    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE, ordinal INTEGER NOT NULL,
-    start INTEGER NOT NULL, "end" INTEGER NOT NULL, text TEXT NOT NULL, section TEXT NOT NULL,
-    unit_ids TEXT NOT NULL, tokens INTEGER NOT NULL, pages TEXT, UNIQUE (doc_id, ordinal)
-);
-CREATE TABLE IF NOT EXISTS headers (
-    chunk_key INTEGER PRIMARY KEY REFERENCES chunks(chunk_key) ON DELETE CASCADE, header TEXT NOT NULL
-);
-CREATE TABLE IF NOT EXISTS vectors (
-    chunk_key INTEGER PRIMARY KEY REFERENCES chunks(chunk_key) ON DELETE CASCADE,
-    vector BLOB NOT NULL
-);
-"""
-#: The lexical index: FTS5 over analysed terms, which its ``ascii`` tokenizer leaves as they are.
-_FTS_TABLE = "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(body, tokenize = 'ascii')"
+#: Seconds a connection waits for another process's write lock before it gives up.
+BUSY_TIMEOUT = 60.0
+#: SQLite's error names for a damaged file, and the messages that say so without one.
+CORRUPT_ERRORS = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+CORRUPT_MESSAGES = ("malformed", "not a database", "vtable constructor failed")
+#: How to go on after damage, for the messages that report it.
+REPAIR_HINT = "`chunkwise kb check` lists the damage and `chunkwise kb repair` rebuilds what can be kept"
+#: The sidecar indexes beside the database, as ``(saved index, stamp)``.
+SIDECARS = ((lexical.FOLDER, lexical.STAMP), (dense.GRAPH, dense.STAMP))
+
+
+def _ready(db: sqlite3.Connection, *, damaged: bool = False) -> sqlite3.Connection:
+    """``db`` set up (cascading deletes on, a sync per checkpoint rather than per commit) once it has read
+    the schema: SQLite opens files lazily, so a file it cannot read fails here, not at the first query.
+    Closed again if it cannot. ``damaged``: read a truncated file as far as it goes (SQLite refuses a
+    file shorter than its header says unless the schema is writable; nothing here writes the schema)."""
+    try:
+        if damaged:
+            db.execute("PRAGMA writable_schema=ON")
+        db.execute("PRAGMA foreign_keys=ON")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
 
 
 def fts_query(text: str) -> str:
@@ -76,42 +93,173 @@ def fts_query(text: str) -> str:
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in search_terms(text))
 
 
-def fts_body(header: str, text: str) -> str:
-    """What FTS5 indexes for a chunk: the index terms of its header + text, joined by spaces."""
-    return " ".join(index_terms(contextual_text(header, text)))
-
-
 class SQLiteStore:
     """One knowledge-base directory. Thread-safe for one process (a lock serialises use of the connection);
-    open one :class:`SQLiteStore` per process, as many processes as needed (one writer at a time)."""
+    open one :class:`SQLiteStore` per process, as many processes as needed (one writer at a time).
+
+    ``create``: make the directory and an empty database when there is none (else the database must
+    exist). ``read_only``: never write (searching a read-only or immutable directory); the database must
+    exist, in the current schema (an older one is upgraded by the first store opened for writing).
+    ``damaged_ok``: open despite damage the files show (a truncated database, a damaged write-ahead log)
+    so that :meth:`check` can report it and :meth:`repair` mend it; anything else raises
+    :class:`~chunkwise.errors.CorruptStoreError` for it.
+    """
 
     def __init__(
-        self, directory: str | Path, settings: StoreSettings | None = None, *, create: bool = True
+        self,
+        directory: str | Path,
+        settings: StoreSettings | None = None,
+        *,
+        create: bool = True,
+        read_only: bool = False,
+        damaged_ok: bool = False,
     ) -> None:
+        if not str(directory).strip():
+            raise StoreError(repr(str(directory)), "no knowledge-base directory given")
         self.directory = Path(directory)
-        if not create and not (self.directory / DB_NAME).is_file():
-            raise StoreError(f"{self.directory}: no knowledge base here (run chunkwise ingest first)")
-        self.directory.mkdir(parents=True, exist_ok=True)
+        self.path = self.directory / DB_NAME
         self.settings = settings or StoreSettings()
+        self.read_only = read_only
+        self._create_ok = create and not read_only
+        self._damaged_ok = damaged_ok
         self._lock = threading.RLock()
-        self._db = sqlite3.connect(
-            self.directory / DB_NAME, timeout=60.0, isolation_level=None, check_same_thread=False
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("PRAGMA foreign_keys=ON")
-        if not self._has_schema():
-            with self._write(bump=False):
-                for statement in [*_SCHEMA.split(";"), _FTS_TABLE]:
-                    if statement.strip():
-                        self._db.execute(statement)
-                self._db.execute(
-                    "INSERT OR IGNORE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),)
-                )
-                self._db.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
-        upgrade(self.location, int(self.meta("schema_version") or 0), SCHEMA_VERSION, {1: self._upgrade_1})
         self._dense: DenseIndex | None = None
         self._lexical: LexicalIndex | None = None
+        self._open_directory()
+        check_usable(self.path, self.location)
+        #: Damage the files showed when the store was opened (reported by :meth:`check`).
+        self.damage = damage(self.path) if self.path.exists() else []
+        if self.damage and not damaged_ok:
+            raise CorruptStoreError(self.location, f"{self.damage[0]}; {REPAIR_HINT}")
+        if self._create_ok and not self.path.exists():
+            self._create()
+        try:
+            self._db = self._connect()
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
+        try:
+            self._check_schema()
+        except ChunkwiseError:
+            self._db.close()
+            raise
+
+    def _check_schema(self) -> None:
+        """Raise unless the database is a knowledge base of the supported schema, upgrading an older one
+        (a damaged one opened ``damaged_ok`` whose version cannot be read is let through, with the damage
+        recorded; so is an older one, which :meth:`repair` rebuilds in the current schema)."""
+        if not self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"):
+            raise StoreError(self.location, f"{DB_NAME} is a SQLite database, but not a knowledge base")
+        try:
+            version = int(self.meta("schema_version") or 0)
+        except CorruptStoreError as exc:
+            if not self._damaged_ok:
+                raise
+            self.damage.append(f"the schema version cannot be read ({exc.__cause__})")
+            return
+        if version < SCHEMA_VERSION and (self.read_only or (self._damaged_ok and self.damage)):
+            # upgrading writes (and reads every chunk): not on a read-only store, nor on a damaged one,
+            # which repair() rebuilds in the current schema
+            reason = (
+                f"store schema {version} is older than the supported {SCHEMA_VERSION}: `chunkwise kb repair` "
+                "or an ingest, with write access, upgrades it"
+            )
+            if not self._damaged_ok:
+                raise SchemaVersionError(self.location, reason)
+            self.damage.append(reason)
+            return
+        try:
+            upgrade(self.location, version, SCHEMA_VERSION, {1: self._upgrade_1})
+        except CorruptStoreError as exc:
+            if not self._damaged_ok:
+                raise
+            self.damage.append(f"the upgrade from store schema {version} failed ({exc.reason})")
+
+    def _upgrade_1(self) -> None:
+        """Schema 1 -> 2: FTS5 rows of analysed terms instead of raw text (see the module docstring)."""
+        with self._write() as db:
+            rebuild_fts(db)
+            db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
+
+    def _open_directory(self) -> None:
+        """Check the location is a directory this store can use (creating it to write), else raise."""
+        if self.directory.exists() and not self.directory.is_dir():
+            raise StoreError(self.location, "not a directory")
+        if not self._create_ok and not self.path.exists():
+            raise StoreError(self.location, "no knowledge base here (ingest documents into it first)")
+        if self.read_only:
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(self.location, f"cannot create the directory: {exc.strerror}") from None
+        if not os.access(self.directory, os.W_OK) or (
+            self.path.exists() and not os.access(self.path, os.W_OK)
+        ):
+            raise StoreError(
+                self.location, "read-only: it can be searched, but writing to it needs write access"
+            )
+
+    def _create(self) -> None:
+        """Build an empty database under a temporary name and link it into place: ``kb.sqlite`` appears
+        whole or not at all, and when two processes create it at once, the first link wins."""
+        fresh = self.path.with_name(f"{DB_NAME}.{os.getpid()}.{threading.get_ident()}.new")
+        try:
+            with closing(sqlite3.connect(fresh, isolation_level=None)) as db:
+                db.execute("PRAGMA journal_mode=WAL")
+                create_schema(db)
+            try:
+                os.link(fresh, self.path)
+            except FileExistsError:
+                pass  # another process created it first; use that one
+            except OSError:  # a file system without hard links: a rename cannot refuse to replace
+                if not self.path.exists():
+                    os.replace(fresh, self.path)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(self.location, f"cannot create {DB_NAME}: {exc}") from None
+        finally:
+            for leftover in (fresh, wal_path(fresh), shm_path(fresh)):
+                leftover.unlink(missing_ok=True)
+
+    def _connect(self) -> sqlite3.Connection:
+        """The connection: read-write, or read-only. SQLite reads a WAL database through its ``-shm``
+        file, which a read-only directory may lack and cannot get; with no commit waiting in the log, the
+        file is then read as immutable."""
+        options: dict[str, Any] = {
+            "timeout": BUSY_TIMEOUT,
+            "isolation_level": None,
+            "check_same_thread": False,
+        }
+        damaged = self._damaged_ok and bool(self.damage)
+        if not self.read_only:
+            return _ready(sqlite3.connect(self.path, **options), damaged=damaged)
+        uri = self.path.resolve().as_uri()
+        try:
+            return _ready(sqlite3.connect(f"{uri}?mode=ro", uri=True, **options), damaged=damaged)
+        except sqlite3.OperationalError:
+            if os.access(self.directory, os.W_OK):
+                raise
+            if wal_frames(wal_path(self.path))[0]:
+                raise StoreError(
+                    self.location,
+                    f"read-only, and {wal_path(self.path).name} holds commits that SQLite can only read with "
+                    "write access to the directory: allow it for one ingest or `chunkwise kb repair`, which "
+                    f"fold them into {DB_NAME}",
+                ) from None
+            return _ready(sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, **options), damaged=damaged)
+
+    def _failure(self, exc: sqlite3.Error) -> StoreError:
+        """The :class:`StoreError` to raise for a failed SQLite call."""
+        message = str(exc)
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        if name.startswith(CORRUPT_ERRORS) or any(sign in message for sign in CORRUPT_MESSAGES):
+            return CorruptStoreError(self.location, f"{DB_NAME} is damaged ({message}); {REPAIR_HINT}")
+        if name.startswith("SQLITE_READONLY"):
+            return StoreError(self.location, f"read-only ({message}): writing to it needs write access")
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            return StoreError(
+                self.location, f"{message}: another process kept it locked for {BUSY_TIMEOUT:.0f} s"
+            )
+        return StoreError(self.location, message)
 
     def close(self) -> None:
         """Close the database connection."""
@@ -129,45 +277,18 @@ class SQLiteStore:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _upgrade_1(self) -> None:
-        """Schema 1 -> 2: FTS5 rows of analysed terms instead of raw text (see the module docstring)."""
-        with self._write() as db:
-            self._rebuild_fts(db)
-            db.execute("UPDATE meta SET value = '2' WHERE key = 'schema_version'")
-
-    @staticmethod
-    def _rebuild_fts(db: sqlite3.Connection) -> int:
-        """Recreate the FTS5 table from the stored chunks and headers; the number of rows written."""
-        db.execute("DROP TABLE IF EXISTS chunks_fts")
-        db.execute(_FTS_TABLE)
-        rows = db.execute(
-            "SELECT c.chunk_key, h.header, c.text FROM chunks c JOIN headers h USING (chunk_key)"
-        ).fetchall()
-        db.executemany(
-            "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
-            [(key, fts_body(header, text)) for key, header, text in rows],
-        )
-        return len(rows)
-
-    def repair(self) -> list[str]:
-        """Rebuild the lexical index from the stored chunks and headers (one transaction); the bm25s
-        sidecar and the HNSW graph are rebuilt on next use, since the generation moves."""
-        with self._write() as db:
-            count = self._rebuild_fts(db)
-        return [f"rebuilt the BM25 rows of {count} chunks"]
-
-    def _has_schema(self) -> bool:
-        """True when the tables exist: opening an existing store takes no write lock, so a reader can
-        open it while a writer holds a long ingest transaction."""
-        rows = self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'")
-        return bool(rows) and self.meta("schema_version") is not None
-
     @contextmanager
     def _write(self, *, bump: bool = True) -> Iterator[sqlite3.Connection]:
         """One write transaction (``BEGIN IMMEDIATE`` takes the writer lock at once); a data write bumps
-        the generation, so readers reload their vectors."""
+        the generation, so readers reload their vectors. A SQLite failure rolls it back and is raised as
+        a :class:`StoreError`."""
+        if self.read_only:
+            raise StoreError(self.location, "opened read-only: nothing can be written to it")
         with self._lock:
-            self._db.execute("BEGIN IMMEDIATE")
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise self._failure(exc) from exc
             try:
                 yield self._db
                 if bump:
@@ -175,13 +296,19 @@ class SQLiteStore:
                         "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
                     )
                 self._db.execute("COMMIT")
-            except BaseException:
-                self._db.execute("ROLLBACK")
+            except BaseException as exc:
+                with suppress(sqlite3.Error):  # SQLite may have rolled back already
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise self._failure(exc) from exc
                 raise
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         with self._lock:
-            return self._db.execute(sql, params).fetchall()
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise self._failure(exc) from exc
 
     def meta(self, key: str) -> str | None:
         """A value of the ``meta`` table."""
@@ -336,29 +463,102 @@ class SQLiteStore:
         }
 
     def check(self) -> list[str]:
-        """Consistency problems (empty when none): every chunk has a header, a vector and a BM25 row, and
-        no derived row is orphaned. The crash test relies on this."""
-        problems = []
-        orphans = [
-            ("chunks without header", "chunks", "chunk_key", "headers", "chunk_key"),
-            ("chunks without vector", "chunks", "chunk_key", "vectors", "chunk_key"),
-            ("chunks without BM25 row", "chunks", "chunk_key", "chunks_fts", "rowid"),
-            ("BM25 rows without chunk", "chunks_fts", "rowid", "chunks", "chunk_key"),
-            ("vectors without chunk", "vectors", "chunk_key", "chunks", "chunk_key"),
-            ("documents without chunks", "documents", "doc_id", "chunks", "doc_id"),
-        ]
-        checks = {
-            name: f"SELECT COUNT(*) FROM {table} WHERE {column} NOT IN (SELECT {other_column} FROM {other})"
-            for name, table, column, other, other_column in orphans
-        }
-        for name, sql in checks.items():
-            count = self._rows(sql)[0][0]
-            if count:
-                problems.append(f"{count} {name}")
-        integrity = self._rows("PRAGMA integrity_check")[0][0]
-        if integrity != "ok":
-            problems.append(f"integrity: {integrity}")
-        return problems
+        """Every problem of the store, empty when none: damage the files showed when it was opened,
+        SQLite's integrity check, the FTS5 index read whole, orphaned rows, every document read back with
+        its chunks' offsets checked against its text and a header and a vector of the right size per
+        chunk (:func:`~.sqlite_repair.check_database`), and the sidecar indexes that claim the current
+        generation checked against their stamps. It reads, never writes."""
+        with self._lock:
+            problems = list(self.damage)
+            problems += check_database(self._db, int(self._meta_or("dim", "0")))
+            try:
+                keys, generation = self.dense_index().keys, self.generation()
+            except StoreError:
+                return problems  # the vectors cannot be read: reported above, and no sidecar can be checked
+            for saved, stamp in SIDECARS:
+                state = stamp_state(self.directory / stamp, generation, keys, self.directory / saved)
+                if state.problem:
+                    problems.append(state.problem)
+            return problems
+
+    def _meta_or(self, key: str, default: str) -> str:
+        """A ``meta`` value, ``default`` when it is unset or cannot be read."""
+        try:
+            return self.meta(key) or default
+        except StoreError:
+            return default
+
+    def repair(self) -> list[str]:
+        """Rebuild the store from the rows it can read: every document that reads back whole and exact is
+        copied into a new database whose FTS5 index is built from the copied rows, the sidecar indexes
+        are rebuilt for the new generation, and the new database replaces the old. Returns what was done,
+        with every document that could not be kept named (so that ingesting its file again restores it).
+        The old database is kept as ``kb.sqlite.bak`` when anything was lost, a damaged write-ahead log as
+        ``kb.sqlite-wal.damaged``. Nothing else may use the store meanwhile: another open connection
+        stops the repair before the swap, with the store unchanged."""
+        if self.read_only:
+            raise StoreError(self.location, "opened read-only: it cannot be repaired")
+        with self._lock:
+            done: list[str] = []
+            wal = wal_path(self.path)
+            log_problem = wal_frames(wal)[1]
+            if log_problem:
+                kept = wal.with_name(wal.name + ".damaged")
+                shutil.copyfile(wal, kept)
+                done.append(
+                    f"{wal.name} was damaged ({log_problem}): a copy is kept as {kept.name}; ingest the "
+                    "files you added last again"
+                )
+            fresh = self.path.with_name(DB_NAME + ".repair")
+            fresh.unlink(missing_ok=True)
+            generation = int(self._meta_or("generation", "0")) + 1
+            try:
+                result = salvage(self._db, fresh, generation)
+                lost = bool(self.damage or result.removed or result.notes)
+                self._swap(fresh, keep_old=lost)
+            finally:
+                fresh.unlink(missing_ok=True)
+            done += result.notes + result.removed
+            done.append(
+                f"kept {result.documents} documents ({result.chunks} chunks) and rebuilt the full-text index"
+            )
+            if lost:
+                done.append(f"the database before the repair is kept as {DB_NAME}.bak")
+            done += self._rebuild_sidecars()
+            return done
+
+    def _swap(self, fresh: Path, *, keep_old: bool) -> None:
+        """Put the repaired database ``fresh`` in place of the open one (kept as ``.bak`` if
+        ``keep_old``) and connect to it."""
+        self._db.close()
+        if wal_path(self.path).exists():  # the last connection to close deletes the log: one is still open
+            self._db = self._connect()
+            raise StoreError(self.location, "another process has it open: stop it and run the repair again")
+        if keep_old:
+            os.replace(self.path, self.path.with_name(DB_NAME + ".bak"))
+        os.replace(fresh, self.path)
+        self.damage = []
+        self._db = self._connect()
+        self._dense = self._lexical = None
+
+    def _rebuild_sidecars(self) -> list[str]:
+        """Delete the sidecar indexes and build again those the store's size calls for."""
+        for saved, stamp in SIDECARS:
+            for name in (saved, stamp, f"{saved}.tmp"):
+                path = self.directory / name
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink(missing_ok=True)
+        size, built = len(self.dense_index()), []
+        threshold = self.settings.bm25s_threshold
+        if threshold is not None and size >= threshold:
+            self.lexical_index()
+            built.append("rebuilt the bm25s index")
+        if size >= self.settings.hnsw_threshold:
+            self.dense_index().graph()
+            built.append("rebuilt the HNSW graph")
+        return built
 
     # --- search ----------------------------------------------------------------------------------
 
@@ -379,34 +579,48 @@ class SQLiteStore:
         return [(int(key), -float(score)) for key, score in rows]
 
     def lexical_index(self) -> LexicalIndex:
-        """The bm25s index of the current generation (loaded or built on first use after a write)."""
+        """The bm25s index of the current generation (loaded or built on first use after a write), over
+        the analysed terms of every chunk's header + text (the FTS5 rows)."""
         generation = self.generation()
         if self._lexical is None or self._lexical.generation != generation:
 
             def rows() -> list[tuple[int, str]]:
                 return [
-                    (int(k), str(b))
-                    for k, b in self._rows("SELECT rowid, body FROM chunks_fts ORDER BY rowid")
+                    (int(key), str(body))
+                    for key, body in self._rows("SELECT rowid, body FROM chunks_fts ORDER BY rowid")
                 ]
 
-            self._lexical = LexicalIndex.open(self.directory, generation, rows)
+            keys = self.dense_index().keys
+            self._lexical = LexicalIndex.open(self.directory, generation, keys, rows, save=not self.read_only)
         return self._lexical
 
     def dense_index(self) -> DenseIndex:
         """The vectors of the current generation (reloaded when any process has written since)."""
         generation = self.generation()
         if self._dense is None or self._dense.generation != generation:
-            with self._lock:
-                rows = self._db.execute("SELECT chunk_key, vector FROM vectors ORDER BY chunk_key").fetchall()
-                dim = int(self.meta("dim") or 0)
+            rows = self._rows("SELECT chunk_key, vector FROM vectors ORDER BY chunk_key")
+            dim = int(self.meta("dim") or 0)
+            wrong = sum(len(r[1]) != 4 * dim for r in rows)
+            if wrong:
+                raise CorruptStoreError(
+                    self.location, f"{wrong} stored vectors are not of {dim} floats; {REPAIR_HINT}"
+                )
             keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
             matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
-            self._dense = DenseIndex(keys, matrix, generation, self.directory)
+            self._dense = DenseIndex(keys, matrix, generation, self.directory, save=not self.read_only)
         return self._dense
 
     def dense(self, vector: Vectors, k: int) -> list[tuple[int, float]]:
-        """The ``k`` nearest chunk keys by cosine: exact below ``hnsw_threshold`` chunks, HNSW above."""
-        return self.dense_index().search(vector, k, approximate=self.dense_method() == "hnsw")
+        """The ``k`` nearest chunk keys by cosine: exact below ``hnsw_threshold`` chunks, HNSW above.
+        :class:`ConfigError` when ``vector`` is not of the stored vectors' size (another embedder)."""
+        index = self.dense_index()
+        dim = index.matrix.shape[1]
+        if len(index) and vector.shape != (dim,):
+            raise ConfigError(
+                f"{self.directory}: the query vector has {vector.size} dimensions, the stored vectors {dim}; "
+                f"search with the embedder that built the store ({self.meta('embedder')})"
+            )
+        return index.search(vector, k, approximate=self.dense_method() == "hnsw")
 
     def dense_method(self) -> str:
         """``hnsw`` when the store holds at least ``settings.hnsw_threshold`` chunks, else ``exact``."""

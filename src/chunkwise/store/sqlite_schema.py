@@ -1,0 +1,91 @@
+"""The tables of a knowledge-base database, and how a new database gets them.
+
+One file holds everything: ``meta`` (schema version, store generation, embedder and dimension, the
+recorded configuration), ``documents`` (with their canonical text), ``units``, ``chunks`` (offsets into
+the document text, and the text itself), ``headers`` and ``vectors`` (one row per chunk) and the FTS5
+table ``chunks_fts`` over header + text. Everything but the FTS5 table and the sidecar indexes beside the
+file is stored data; those are derived, and ``repair`` rebuilds them from it.
+
+FTS5 indexes the terms of :func:`chunkwise.terms.index_terms` (folded and stemmed in Python, joined by
+spaces, split again by FTS5's ``ascii`` tokenizer, which keeps them as they are: :func:`fts_body`), so
+every store ranks the same terms the same way. Schema 2 changed the FTS5 rows from raw text (FTS5's own
+Porter tokenizer) to these terms; a schema-1 store is upgraded when opened for writing
+(:func:`rebuild_fts`).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+
+from chunkwise.chunking.chunk import contextual_text
+from chunkwise.terms import index_terms
+
+SCHEMA_VERSION = 2
+DB_NAME = "kb.sqlite"
+
+#: The lexical index: FTS5 over analysed terms, which its ``ascii`` tokenizer leaves as they are.
+FTS_TABLE = "CREATE VIRTUAL TABLE IF NOT EXISTS chunks_fts USING fts5(body, tokenize = 'ascii')"
+
+SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS documents (
+    doc_id TEXT PRIMARY KEY, source TEXT, title TEXT, format TEXT NOT NULL, content_hash TEXT NOT NULL,
+    fingerprint TEXT NOT NULL, summary TEXT NOT NULL DEFAULT '', metadata TEXT NOT NULL, text TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS units (
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE, unit_id TEXT NOT NULL,
+    kind TEXT NOT NULL, start INTEGER NOT NULL, "end" INTEGER NOT NULL, level INTEGER NOT NULL,
+    parent TEXT, page INTEGER, PRIMARY KEY (doc_id, unit_id)
+);
+CREATE TABLE IF NOT EXISTS chunks (
+    chunk_key INTEGER PRIMARY KEY, chunk_id TEXT NOT NULL,
+    doc_id TEXT NOT NULL REFERENCES documents(doc_id) ON DELETE CASCADE, ordinal INTEGER NOT NULL,
+    start INTEGER NOT NULL, "end" INTEGER NOT NULL, text TEXT NOT NULL, section TEXT NOT NULL,
+    unit_ids TEXT NOT NULL, tokens INTEGER NOT NULL, pages TEXT, UNIQUE (doc_id, ordinal)
+);
+CREATE TABLE IF NOT EXISTS headers (
+    chunk_key INTEGER PRIMARY KEY REFERENCES chunks(chunk_key) ON DELETE CASCADE, header TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS vectors (
+    chunk_key INTEGER PRIMARY KEY REFERENCES chunks(chunk_key) ON DELETE CASCADE,
+    vector BLOB NOT NULL
+);
+{FTS_TABLE};
+"""
+
+#: Columns of the stored tables, in the order rows are read back and written again.
+DOCUMENT_COLUMNS = "doc_id, source, title, format, content_hash, fingerprint, summary, metadata, text"
+UNIT_COLUMNS = 'doc_id, unit_id, kind, start, "end", level, parent, page'
+CHUNK_COLUMNS = 'chunk_key, chunk_id, doc_id, ordinal, start, "end", text, section, unit_ids, tokens, pages'
+
+
+def create_schema(db: sqlite3.Connection, generation: int = 0) -> None:
+    """Create the tables in ``db`` (an autocommit connection) in one transaction, with the schema
+    version and the store ``generation`` recorded."""
+    db.execute("BEGIN IMMEDIATE")
+    for statement in SCHEMA.split(";"):
+        if statement.strip():
+            db.execute(statement)
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (str(generation),))
+    db.execute("COMMIT")
+
+
+def fts_body(header: str, text: str) -> str:
+    """What FTS5 indexes for a chunk: the index terms of its header + text, joined by spaces."""
+    return " ".join(index_terms(contextual_text(header, text)))
+
+
+def rebuild_fts(db: sqlite3.Connection) -> int:
+    """Recreate the FTS5 table of ``db`` (inside the caller's transaction) from the stored chunks and
+    headers; the number of rows written."""
+    db.execute("DROP TABLE IF EXISTS chunks_fts")
+    db.execute(FTS_TABLE)
+    rows = db.execute(
+        "SELECT c.chunk_key, h.header, c.text FROM chunks c JOIN headers h USING (chunk_key)"
+    ).fetchall()
+    db.executemany(
+        "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
+        [(key, fts_body(header, text)) for key, header, text in rows],
+    )
+    return len(rows)
