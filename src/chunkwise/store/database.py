@@ -181,16 +181,27 @@ class Store:
         """The number of committed writes so far (changes whenever any process writes)."""
         return int(self.meta("generation") or 0)
 
-    def check_embedder(self, name: str, dim: int) -> None:
-        """Record the embedder on first use; :class:`ConfigError` if another one built this store."""
+    def check_embedder(self, name: str, dim: int, version: str = "", *, record: bool = True) -> None:
+        """:class:`ConfigError` if vectors of another embedder (name, dimension or package version) fill
+        this store: their cosines with this one's vectors mean nothing. An empty store records the
+        embedder when ``record`` (ingest); a search (``record=False``) only checks. Stores written before
+        versions were recorded are checked by name and dimension."""
         stored = self.meta("embedder")
         if stored is None:
-            with self._write() as db:
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (name,))
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
-        elif stored != name:
+            if record:
+                with self._write(bump=False) as db:
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (name,))
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_version', ?)", (version,))
+            return
+        stored_dim = self.meta("dim") or "?"
+        stored_version = self.meta("embedder_version")
+        if stored != name or stored_dim != str(dim) or (stored_version and stored_version != version):
+            built = f"{stored!r} ({stored_dim}-d{', ' + stored_version if stored_version else ''})"
+            given = f"{name!r} ({dim}-d{', ' + version if version else ''})"
             raise ConfigError(
-                f"{self.directory}: built with embedder {stored!r}, not {name!r}; use a new directory"
+                f"{self.directory}: built with embedder {built}, not {given}; its vectors cannot be "
+                "compared: search with the same embedder, or ingest into a new directory"
             )
 
     # --- documents -------------------------------------------------------------------------------

