@@ -103,7 +103,10 @@ _FALSE = frozenset({"0", "false", "no", "off"})
 def _coerce(chunker: str, key: str, value: Any, hint: Any) -> Any:
     """``value`` converted to the annotated type; strings (from the CLI) are parsed."""
     if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        return value
+        options = [h for h in typing.get_args(hint) if h is not type(None)]
+        if value is None or len(options) != 1 or options[0] not in (bool, int, float, str):
+            return value  # an object such as an embedder, or an unset optional
+        hint = options[0]
     try:
         if hint is bool:
             if isinstance(value, str):
