@@ -1,6 +1,7 @@
 #!/bin/bash
 # The evaluation behind the README's retrieval table: one `chunkwise eval` run per dev set, the same
-# 100 queries (--limit 100 --seed 1; the cross-encoder takes seconds per query on the shared 2-core machine) for every configuration of a set, written to bench/results/eval/.
+# 100 queries for every configuration of a set (--limit 100 --seed 1: the cross-encoder takes seconds per
+# query on the shared 2-core machine), written to bench/results/eval/.
 # Usage: bash bench/eval_all.sh [DATA_DIR] [WORKDIR]   (defaults: ../shared/data, ~/.cache/chunkwise/eval)
 set -euo pipefail
 cd "$(dirname "$0")/.."
