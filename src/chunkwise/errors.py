@@ -76,6 +76,25 @@ class ModelFileError(ConfigError):
         self.install = install
 
 
+class StoreError(ChunkwiseError):
+    """A knowledge-base store cannot be opened, read or written: ``location`` names the directory or
+    file, ``reason`` says why (not a directory, read-only, locked) and what to do about it."""
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"{location}: {reason}")
+        self.location = location
+        self.reason = reason
+
+
+class CorruptStoreError(StoreError):
+    """A store's files are damaged (truncated, overwritten, a broken write-ahead log or index).
+    ``chunkwise kb check`` lists the damage and ``chunkwise kb repair`` rebuilds what can be kept."""
+
+
+class QueryError(ChunkwiseError, ValueError):
+    """A query cannot be searched for (empty, blank, or without a single word)."""
+
+
 class ModelError(ChunkwiseError):
     """A model call (embedding, chat, logprobs, rerank) failed; ``model`` names the backend and model."""
 
@@ -86,7 +105,16 @@ class ModelError(ChunkwiseError):
 
 
 class ModelCallError(ModelError):
-    """A remote model endpoint kept failing (timeouts, 429/5xx, dropped connections, unreadable bodies)."""
+    """A remote model endpoint kept failing (timeouts, 429/5xx, dropped connections, unreadable bodies), or
+    refused the request; ``status`` is the last HTTP status received (``None`` when none was)."""
+
+    def __init__(self, model: str, reason: str, status: int | None = None) -> None:
+        super().__init__(model, reason)
+        self.status = status
+
+
+class LogprobsUnavailableError(ModelError):
+    """The backend cannot score a given text: its server returns no logprobs for the prompt's tokens."""
 
 
 class LLMResponseError(ModelError):

@@ -2,7 +2,8 @@
 
 The answer cites its sources (chunk or segment ids) with exact quotes, each checked against the cited
 span; when the documents do not support an answer it says "not found in the documents". ``--json`` prints
-the answer, citations (with document offsets), grounding verdict, trace, totals and accounting.
+the answer, citations (with document offsets), grounding verdict, trace, totals and accounting
+(:func:`chunkwise.results.answer_body`, what the server's ``POST /v1/answer`` returns).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
+from chunkwise.results import answer_body
 
 
 def ask_command(
@@ -37,10 +39,10 @@ def ask_command(
 ) -> None:
     """Answer a question from a knowledge base, with citations."""
     with open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base:
+        if as_json:
+            sys.stdout.write(json.dumps(answer_body(base.query, question), ensure_ascii=False) + "\n")
+            return
         answer = base.answer(question)
-    if as_json:
-        sys.stdout.write(json.dumps(answer.to_dict(), ensure_ascii=False) + "\n")
-        return
     console = Console()
     console.print(answer.text, markup=False)
     for number, citation in enumerate(answer.citations, 1):

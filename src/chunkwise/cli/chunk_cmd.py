@@ -3,24 +3,26 @@
 With ``--json`` the output is one JSON object: ``doc_id``, ``chunker``, ``params``, ``chunks`` (id, start,
 end, text, unit_ids, section, tokens, plus context where a chunker records one) and ``stats`` (count,
 mean/min/max size in the chunker's unit, and coverage: the share of the document's non-whitespace
-characters inside some chunk). The LLM-driven chunkers add ``llm_report``: per window the outcome
-(``valid``, ``valid_after_reprompt``, ``repaired``, ``fallback``) and the problems found in the model's
-answers. Without ``--json``, a table.
+characters inside some chunk) and ``accounting`` (model calls, cache hits, input/output tokens, cost and
+seconds, in total, per stage and per role: what ``search`` and ``ask`` report too). The LLM-driven
+chunkers add ``llm_report``: per window the outcome (``valid``, ``valid_after_reprompt``, ``repaired``,
+``fallback``) and the problems found in the model's answers; ``logprob`` adds ``curve``, its boundary
+score curve. The body is built by :func:`chunkwise.results.chunk_result`, which the server's
+``POST /v1/chunk`` returns too. Without ``--json``, a table with the totals.
 """
 
 from __future__ import annotations
 
 import json
-import statistics
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from chunkwise.chunking import CHUNKERS, Chunk, get_chunker
-from chunkwise.chunking.llm_common import LLMChunker
-from chunkwise.document import Document
+from chunkwise.chunking import CHUNKERS, get_chunker
 from chunkwise.errors import ConfigError
+from chunkwise.models.context import Models
+from chunkwise.results import chunk_result
 
 
 def parse_settings(pairs: list[str]) -> dict[str, str]:
@@ -32,46 +34,6 @@ def parse_settings(pairs: list[str]) -> dict[str, str]:
             raise ConfigError(f"--set expects key=value, got {pair!r}")
         settings[key.strip()] = value.strip()
     return settings
-
-
-def _content_chars(text: str) -> int:
-    """Number of non-whitespace characters."""
-    return len("".join(text.split()))
-
-
-def chunk_stats(doc: Document, chunks: list[Chunk]) -> dict[str, Any]:
-    """Count, size statistics (in the chunker's unit) and non-whitespace coverage."""
-    sizes = [c.tokens for c in chunks]
-    covered = 0
-    reach = 0
-    for c in sorted(chunks, key=lambda c: c.start):
-        if c.end > reach:
-            covered += _content_chars(doc.text[max(c.start, reach) : c.end])
-            reach = c.end
-    content = _content_chars(doc.text)
-    return {
-        "count": len(chunks),
-        "mean_size": round(statistics.fmean(sizes), 2) if sizes else 0,
-        "min_size": min(sizes, default=0),
-        "max_size": max(sizes, default=0),
-        "coverage": round(covered / content, 6) if content else 1.0,
-    }
-
-
-def chunk_row(chunk: Chunk) -> dict[str, Any]:
-    """One chunk as printed by ``--json``."""
-    row: dict[str, Any] = {
-        "id": chunk.id,
-        "start": chunk.start,
-        "end": chunk.end,
-        "text": chunk.text,
-        "unit_ids": list(chunk.unit_ids),
-        "section": list(chunk.section),
-        "tokens": chunk.tokens,
-    }
-    if chunk.context:
-        row["context"] = chunk.context
-    return row
 
 
 def register(app: typer.Typer) -> None:
@@ -123,26 +85,17 @@ def register(app: typer.Typer) -> None:
                 "llm": llm,
             }
             params.update({key: value for key, value in options.items() if value is not None})
-            built = get_chunker(chunker, **params)
+            models = Models()
+            built = get_chunker(chunker, models=models, **params)
         except ConfigError as exc:
             raise ConfigError(f"{file}: {exc}") from exc
         doc = parse_file(file)
-        run = built.run(doc) if isinstance(built, LLMChunker) else None
-        chunks = run.chunks if run else built.chunk(doc)
+        result = chunk_result(doc, built, params, models)
         if scores is not None:
-            if run is None or run.curve is None:
+            if result.curve is None:
                 raise ConfigError(f"{file}: --scores needs --chunker logprob")
-            run.curve.write(scores)
-        described = built.describe() if hasattr(built, "describe") else {"params": params}
-        report = {
-            "doc_id": doc.id,
-            "chunker": built.name,
-            "params": described["params"],
-            "chunks": [chunk_row(c) for c in chunks],
-            "stats": chunk_stats(doc, chunks),
-        }
-        if run is not None:
-            report["llm_report"] = run.report.to_dict()
+            result.curve.write(scores)
+        report = result.to_dict()
         if as_json:
             typer.echo(json.dumps(report, ensure_ascii=False))
             return
@@ -170,6 +123,13 @@ def _print_table(report: dict[str, Any]) -> None:
     console = Console()
     console.print(table)
     console.print(", ".join(f"{k}: {v}" for k, v in report["stats"].items()))
+    total = report["accounting"]["total"]
+    if total["calls"] or total["cache_hits"]:
+        console.print(
+            f"model calls: {total['calls']} (+{total['cache_hits']} cached), input tokens: "
+            f"{total['input_tokens']}, output tokens: {total['output_tokens']}, cost: ${total['cost']:.6f}, "
+            f"{total['latency_s']:.2f} s"
+        )
     if "llm_report" in report:
         llm_report = report["llm_report"]
         outcomes = ", ".join(f"{k}: {v}" for k, v in llm_report["outcomes"].items())

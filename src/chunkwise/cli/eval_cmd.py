@@ -12,7 +12,6 @@ prints the estimated model calls and tokens per stage (:mod:`chunkwise.evaluatio
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any
@@ -30,12 +29,13 @@ from chunkwise.evaluation.estimate import estimate_run
 from chunkwise.evaluation.html_report import render_html
 from chunkwise.evaluation.report import EvaluationReport
 from chunkwise.evaluation.runner import EvalProgress, evaluate
+from chunkwise.models.config import cache_root
 
 
 def default_workdir() -> Path:
-    """Where indexes are cached: ``$XDG_CACHE_HOME/chunkwise/eval`` (``~/.cache/chunkwise/eval``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "chunkwise" / "eval"
+    """Where indexes are cached: ``eval`` under the cache root (:func:`~chunkwise.models.config.cache_root`:
+    ``$CHUNKWISE_CACHE_DIR``, else ``$XDG_CACHE_HOME/chunkwise``, else ``~/.cache/chunkwise``)."""
+    return cache_root() / "eval"
 
 
 def load_configs(paths: list[Path], preset: str | None) -> list[tuple[str, PipelineConfig]]:

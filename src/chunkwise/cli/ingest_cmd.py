@@ -1,9 +1,10 @@
 """``chunkwise ingest PATH... --kb DIR``: parse, chunk, add headers, embed and store files.
 
-Directories are searched (recursively) for supported files. A rich progress bar shows the files done;
-each file that fails is reported as ``error: <file>: <reason>`` on stderr and the batch goes on (exit
-status 2 if any failed). Unchanged files are skipped, changed ones replaced. ``--json`` prints the
-ingest report (added, replaced, skipped, failed, chunks, seconds, embed_seconds) and accounting totals.
+Directories are searched (recursively) for supported files. A rich progress bar shows the files done
+(and, inside a long document, its chunks embedded so far); each file that fails is reported as
+``error: <file>: <reason>`` on stderr and the batch goes on (exit status 2 if any failed). Unchanged
+files are skipped, changed ones replaced. ``--json`` prints the ingest report (added, replaced, skipped,
+failed, chunks, seconds, embed_seconds) and accounting totals.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
-from chunkwise.kb import IngestEvent, expand_paths
+from chunkwise.ingest.paths import expand_paths
+from chunkwise.ingest.report import IngestEvent
+from chunkwise.results import ingest_body
 
 
 def ingest_command(
@@ -55,13 +58,17 @@ def ingest_command(
             task = progress.add_task("", total=total)
 
             def on_progress(event: IngestEvent) -> None:
-                progress.update(task, completed=event.done, description=f"{event.status}: {event.source}")
+                if event.status == "embedding":  # inside a long document
+                    description = f"embedding {event.source}: {event.embedded}/{event.chunks} chunks"
+                else:
+                    description = f"{event.status}: {event.source}"
+                progress.update(task, completed=event.done, description=description)
 
             report = base.add(paths, on_progress=on_progress)
         for source, reason in report.failed:
             sys.stderr.write(f"error: {source}: {reason}\n")
         if as_json:
-            body = dict(report.to_dict(), accounting=base.ledger.to_dict(), counts=base.store.counts())
+            body = ingest_body(report, base.models, base.store)
             sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
         else:
             counts = base.store.counts()

@@ -19,7 +19,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "chunkwise.cli.chunk_cmd",
     "chunkwise.cli.ingest_cmd",
     "chunkwise.cli.search_cmd",
+    "chunkwise.cli.segments_cmd",
     "chunkwise.cli.ask_cmd",
+    "chunkwise.cli.kb_cmd",
+    "chunkwise.cli.serve_cmd",
     "chunkwise.cli.eval_cmd",
     "chunkwise.cli.tune_cmd",
 )

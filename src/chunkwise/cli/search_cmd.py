@@ -2,7 +2,8 @@
 
 Without ``--json``, a table (rank, score, document, offsets, text preview). With ``--json``, one object:
 ``query``, ``hits`` (chunk_id, doc_id, start, end, score, per-stage scores, header, text), ``trace`` (one
-entry per stage: inputs, outputs, seconds, calls, tokens, scores, notes), ``totals`` and ``accounting``.
+entry per stage: inputs, outputs, seconds, calls, tokens, scores, notes), ``totals`` and ``accounting``,
+built by :func:`chunkwise.results.search_body` (what the server's ``POST /v1/search`` returns).
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
-from chunkwise.retrieval.trace import Trace
+from chunkwise.query.trace import Trace
+from chunkwise.results import search_body
 
 #: Console columns the rank, score, document and span columns and the borders take at most.
 PREVIEW_RESERVED = 70
@@ -45,18 +47,12 @@ def search_command(
 ) -> None:
     """Search a knowledge base."""
     with open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base:
-        trace = Trace()
-        hits = base.search(query, k=k, trace=trace)
         if as_json:
-            body = {
-                "query": query,
-                "hits": [h.to_dict() for h in hits],
-                "trace": trace.to_dict(),
-                "totals": trace.totals(),
-                "accounting": base.ledger.to_dict(),
-            }
+            body = search_body(base.query, query, k)
             sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
             return
+        trace = Trace()
+        hits = base.search(query, k=k, trace=trace)
     console = Console()
     preview_chars = max(console.width - PREVIEW_RESERVED, 20)
     table = Table(title=f"{query}  ({', '.join(trace.names())}; {trace.totals()['seconds'] * 1000:.0f} ms)")

@@ -35,7 +35,7 @@ from chunkwise.models.onnx_session import (
     pad_batch,
     run_session,
 )
-from chunkwise.retrieval.terms import query_terms
+from chunkwise.terms import query_terms
 
 NAME = "local:ms-marco-MiniLM-L-12-v2-int8"
 #: Tokens of a (query, passage) pair, special tokens included. On 80 chroma queries, reranking the top

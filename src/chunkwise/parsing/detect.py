@@ -12,20 +12,7 @@ import zipfile
 from pathlib import PurePath
 
 from chunkwise.errors import CorruptFileError, UnsupportedFormatError
-
-#: Extension (lower case, with dot) -> format name.
-EXTENSIONS: dict[str, str] = {
-    ".txt": "text",
-    ".text": "text",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".pdf": "pdf",
-    ".docx": "docx",
-    ".pptx": "pptx",
-}
+from chunkwise.parsing.formats import EXTENSIONS
 
 #: Member that identifies each Office Open XML format inside its zip.
 _OOXML_MARKERS: dict[str, str] = {"docx": "word/document.xml", "pptx": "ppt/presentation.xml"}
