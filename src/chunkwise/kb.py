@@ -26,7 +26,7 @@ from chunkwise.chunking.base import Chunker
 from chunkwise.chunking.chunk import Chunk
 from chunkwise.config import PipelineConfig
 from chunkwise.document import Document
-from chunkwise.errors import BudgetExceededError, ChunkwiseError
+from chunkwise.errors import BudgetExceededError, ChunkwiseError, failure_reason
 from chunkwise.models import new_ledger
 from chunkwise.models.accounting import Ledger
 from chunkwise.models.protocols import LLM, Embedder, Reranker
@@ -221,7 +221,7 @@ class KnowledgeBase:
                 try:
                     yield parse_file(file)
                 except (ChunkwiseError, OSError) as exc:
-                    yield (str(file), str(exc))
+                    yield (str(file), failure_reason(exc))
                 except Exception as exc:  # a parser bug must not end the batch; it is reported as such
                     yield (str(file), f"unexpected {type(exc).__name__}: {exc}")
 
@@ -319,7 +319,7 @@ class KnowledgeBase:
                 flush()  # keep the documents already prepared, then stop the whole batch
                 raise
             except ChunkwiseError as exc:
-                report.failed.append((doc.source or doc.id, str(exc)))
+                report.failed.append((doc.source or doc.id, failure_reason(exc)))
                 done += 1
                 notify(doc.id, "failed")
                 continue
