@@ -35,6 +35,10 @@ class ParseError(SourceError):
     """A file could not be turned into a :class:`~chunkwise.document.Document`."""
 
 
+class NotRegularFileError(ParseError):
+    """The path names a directory, a device, a named pipe or a socket rather than a regular file."""
+
+
 class EmptyDocumentError(ParseError):
     """The input holds no bytes, or no text once parsed."""
 

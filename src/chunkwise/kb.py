@@ -30,6 +30,7 @@ from chunkwise.errors import BudgetExceededError, ChunkwiseError, failure_reason
 from chunkwise.models import new_ledger
 from chunkwise.models.accounting import Ledger
 from chunkwise.models.protocols import LLM, Embedder, Reranker
+from chunkwise.parsing.files import folder_files
 from chunkwise.retrieval.answer import Answer, AnswerGenerator, Source
 from chunkwise.retrieval.candidate import Candidate, Stage, contextual_text
 from chunkwise.retrieval.fusion import Fusion
@@ -123,14 +124,13 @@ class _Prepared:
 
 
 def expand_paths(paths: Iterable[str | Path]) -> list[Path]:
-    """Files named directly, plus the supported files under named directories (sorted, recursive)."""
+    """Files named directly, plus the supported files under named directories (sorted, recursive;
+    special files such as a named pipe called ``notes.txt`` are kept, for parsing to report)."""
     files: list[Path] = []
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            files.extend(
-                sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in INGEST_SUFFIXES)
-            )
+            files.extend(folder_files(path, INGEST_SUFFIXES))
         else:
             files.append(path)
     return files

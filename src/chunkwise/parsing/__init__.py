@@ -12,8 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from chunkwise.document import Document
-from chunkwise.errors import EmptyDocumentError, FileTooLargeError, ParseError
+from chunkwise.errors import EmptyDocumentError, FileTooLargeError
 from chunkwise.parsing.detect import detect_format
+from chunkwise.parsing.files import read_file
 from chunkwise.parsing.limits import ParseLimits
 
 __all__ = ["FORMATS", "ParseLimits", "detect_format", "parse_bytes", "parse_file"]
@@ -67,19 +68,11 @@ def parse_file(
 ) -> Document:
     """Parse a file. The document id is ``doc_id`` or the path as given (POSIX form).
 
-    The size limit is checked before reading, so a 200 MB file over the limit costs no memory.
+    Only regular files are read (symlinks are followed), and never past ``limits.max_bytes``: the size
+    is checked before reading, so a 200 MB file over the limit costs no memory, and again while
+    reading (see :mod:`.files`).
     """
     limits = limits or ParseLimits()
-    p = Path(path)
-    source = doc_id or p.as_posix()
-    try:
-        size = p.stat().st_size
-    except OSError as exc:
-        raise ParseError(source, f"cannot read file: {exc.strerror or exc}") from exc
-    if size > limits.max_bytes:
-        raise FileTooLargeError(source, f"{size} bytes exceeds the limit of {limits.max_bytes}")
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ParseError(source, f"cannot read file: {exc.strerror or exc}") from exc
+    source = doc_id or Path(path).as_posix()
+    data = read_file(path, source, limits.max_bytes)
     return parse_bytes(data, source, fmt=fmt, limits=limits)
