@@ -75,6 +75,10 @@ class ChunkingError(ChunkwiseError):
     """A chunker could not honour its contract for a document."""
 
 
+class TooManyChunksError(SourceError, ChunkingError):
+    """A document would become more chunks than the configured ceiling (``source``: the document)."""
+
+
 class ConfigError(ChunkwiseError):
     """A configuration value is missing, unknown or out of range."""
 

@@ -24,6 +24,7 @@ import numpy as np
 
 from chunkwise.chunking.base import Chunker
 from chunkwise.chunking.chunk import Chunk
+from chunkwise.chunking.limits import chunk_within
 from chunkwise.config import PipelineConfig
 from chunkwise.document import Document
 from chunkwise.errors import BudgetExceededError, ChunkwiseError, failure_reason
@@ -313,7 +314,7 @@ class KnowledgeBase:
                 notify(doc.id, "skipped")
                 continue
             try:
-                chunks = chunker.chunk(doc)
+                chunks = chunk_within(chunker, doc)
                 context = headers.document_context(doc) if headers else None
             except BudgetExceededError:
                 flush()  # keep the documents already prepared, then stop the whole batch

@@ -5,7 +5,8 @@ end, text, unit_ids, section, tokens, plus context where a chunker records one) 
 mean/min/max size in the chunker's unit, and coverage: the share of the document's non-whitespace
 characters inside some chunk). The LLM-driven chunkers add ``llm_report``: per window the outcome
 (``valid``, ``valid_after_reprompt``, ``repaired``, ``fallback``) and the problems found in the model's
-answers. Without ``--json``, a table.
+answers. Without ``--json``, a table. ``--max-bytes``/``--max-chars`` bound the parse and
+``--max-chunks`` the chunks of the document (:mod:`chunkwise.chunking.limits`).
 """
 
 from __future__ import annotations
@@ -18,9 +19,12 @@ from typing import Annotated, Any
 import typer
 
 from chunkwise.chunking import CHUNKERS, Chunk, get_chunker
+from chunkwise.chunking.limits import MAX_CHUNKS, check_chunk_count, check_chunk_floor
 from chunkwise.chunking.llm_common import LLMChunker
+from chunkwise.cli.parse_cmd import DEFAULT_LIMITS, MaxBytesOption, MaxCharsOption
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
+from chunkwise.parsing import ParseLimits
 
 
 def parse_settings(pairs: list[str]) -> dict[str, str]:
@@ -109,6 +113,11 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--scores", help="logprob: write the boundary score curve (.json, else CSV)."),
         ] = None,
+        max_bytes: MaxBytesOption = DEFAULT_LIMITS.max_bytes,
+        max_chars: MaxCharsOption = DEFAULT_LIMITS.max_chars,
+        max_chunks: Annotated[
+            int, typer.Option("--max-chunks", help="Refuse a document that becomes more chunks.", min=1)
+        ] = MAX_CHUNKS,
     ) -> None:
         """Chunk FILE and print the chunks with their offsets."""
         from chunkwise.parsing import parse_file
@@ -126,9 +135,11 @@ def register(app: typer.Typer) -> None:
             built = get_chunker(chunker, **params)
         except ConfigError as exc:
             raise ConfigError(f"{file}: {exc}") from exc
-        doc = parse_file(file)
+        doc = parse_file(file, limits=ParseLimits(max_bytes=max_bytes, max_chars=max_chars))
+        check_chunk_floor(built, doc, max_chunks)
         run = built.run(doc) if isinstance(built, LLMChunker) else None
         chunks = run.chunks if run else built.chunk(doc)
+        check_chunk_count(doc, chunks, max_chunks)
         if scores is not None:
             if run is None or run.curve is None:
                 raise ConfigError(f"{file}: --scores needs --chunker logprob")

@@ -26,6 +26,13 @@ from chunkwise.parsing import ParseLimits, parse_file
 #: Console columns the table's fixed columns, borders and padding take; the text preview gets the rest.
 FIXED_COLUMNS_WIDTH = 56
 
+#: The parse limits a user may change (defaults first), shared with ``chunk``.
+DEFAULT_LIMITS = ParseLimits()
+MaxBytesOption = Annotated[int, typer.Option(help="Refuse files larger than this many bytes.", min=1)]
+MaxCharsOption = Annotated[
+    int, typer.Option(help="Refuse documents whose text is longer than this many characters.", min=1)
+]
+
 
 def document_json(doc: Document) -> dict[str, Any]:
     """The ``--json`` form of a parsed document."""
@@ -60,12 +67,11 @@ def units_table(doc: Document, width: int) -> Table:
 def parse_command(
     files: Annotated[list[Path], typer.Argument(help="Files to parse (txt, md, html, pdf, docx, pptx).")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per document per line.")] = False,
-    max_bytes: Annotated[
-        int, typer.Option(help="Refuse files larger than this many bytes.", min=1)
-    ] = ParseLimits().max_bytes,
+    max_bytes: MaxBytesOption = DEFAULT_LIMITS.max_bytes,
+    max_chars: MaxCharsOption = DEFAULT_LIMITS.max_chars,
 ) -> None:
     """Parse files into documents; print their units as a table, or as JSON lines with --json."""
-    limits = ParseLimits(max_bytes=max_bytes)
+    limits = ParseLimits(max_bytes=max_bytes, max_chars=max_chars)
     console = Console()
     failed = 0
     for path in files:

@@ -48,7 +48,9 @@ def parse_bytes(
     """Parse in-memory bytes; ``source`` names the input (used as document id and in errors).
 
     ``fmt`` forces a format; otherwise it is detected from ``source``'s extension and the content.
-    Raises a :class:`~chunkwise.errors.ParseError` subclass on bad input.
+    Raises a :class:`~chunkwise.errors.ParseError` subclass on bad input, and
+    :class:`~chunkwise.errors.FileTooLargeError` past any of ``limits`` (parsers that can stop early
+    check ``limits.max_chars`` while extracting; the finished text is checked here for all).
     """
     limits = limits or ParseLimits()
     if not data:
@@ -56,7 +58,9 @@ def parse_bytes(
     if len(data) > limits.max_bytes:
         raise FileTooLargeError(source, f"{len(data)} bytes exceeds the limit of {limits.max_bytes}")
     fmt = fmt or detect_format(data, source)
-    return _parser(fmt)(data, source, limits)
+    doc = _parser(fmt)(data, source, limits)
+    limits.check_chars(len(doc.text), source)
+    return doc
 
 
 def parse_file(

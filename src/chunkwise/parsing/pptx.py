@@ -1,7 +1,8 @@
 """PPTX parser: slide titles as headings, bullets with their levels, text frames, tables, optional notes.
 
 The package is first checked by :func:`~chunkwise.parsing.ooxml.check_package` (zip bomb, DTD/entity
-declarations) and only then loaded with python-pptx. Every unit carries its slide number as ``page``.
+declarations, text volume) and only then loaded with python-pptx. Every unit carries its slide number
+as ``page``.
 
 Mapping, decided from the decks of ``data/formats/`` (rendered from Markdown originals):
 
@@ -23,7 +24,9 @@ Shapes are read in z-order (the order of the slide's shape tree), which is also 
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import re
 from collections.abc import Iterator
 from typing import Any
 
@@ -31,9 +34,16 @@ from chunkwise.document import Document
 from chunkwise.errors import EmptyDocumentError
 from chunkwise.parsing.builder import DocumentBuilder
 from chunkwise.parsing.limits import ParseLimits
-from chunkwise.parsing.ooxml import check_package, unreadable
+from chunkwise.parsing.ooxml import TextMarkup, check_package, unreadable
 
-_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_A_NS = "http://schemas.openxmlformats.org/drawingml/2006/main"
+_A = f"{{{_A_NS}}}"
+#: Text runs and line breaks (python-pptx reads a break as a vertical tab) of the slides, and of the
+#: notes when they are read, for the text-volume check.
+_TEXT = TextMarkup(re.compile(r"ppt/slides/slide\d+\.xml"), f"{_A_NS} t", frozenset({f"{_A_NS} br"}))
+_TEXT_WITH_NOTES = dataclasses.replace(
+    _TEXT, parts=re.compile(r"ppt/(?:slides/slide|notesSlides/notesSlide)\d+\.xml")
+)
 
 
 def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
@@ -45,7 +55,7 @@ def parse_presentation(
     data: bytes, source: str, limits: ParseLimits, *, include_notes: bool = False
 ) -> Document:
     """Parse PPTX bytes; ``include_notes`` adds each slide's speaker notes after its content."""
-    check_package(data, source, limits)
+    check_package(data, source, limits, _TEXT_WITH_NOTES if include_notes else _TEXT)
     try:
         import pptx
 
