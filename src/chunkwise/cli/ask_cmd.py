@@ -7,7 +7,6 @@ the answer, citations (with document offsets), grounding verdict, trace, totals 
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated
 
@@ -23,6 +22,7 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
+from chunkwise.cli.terminal import json_line, plain
 
 
 def ask_command(
@@ -39,15 +39,13 @@ def ask_command(
     with open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base:
         answer = base.answer(question)
     if as_json:
-        sys.stdout.write(json.dumps(answer.to_dict(), ensure_ascii=False) + "\n")
+        sys.stdout.write(json_line(answer.to_dict()) + "\n")
         return
     console = Console()
-    console.print(answer.text, markup=False)
+    console.print(plain(answer.text, keep_newlines=True))
     for number, citation in enumerate(answer.citations, 1):
         quote = " ".join(citation.quote.split())
-        console.print(
-            f"[{number}] {citation.doc_id} {citation.start}-{citation.end}: “{quote}”", markup=False
-        )
+        console.print(plain(f"[{number}] {citation.doc_id} {citation.start}-{citation.end}: “{quote}”"))
     verdict = "grounded" if answer.grounding.grounded else "not grounded"
     console.print(f"({verdict}; {len(answer.trace.stages)} stages, {answer.trace.totals()['seconds']:.2f} s)")
 

@@ -11,7 +11,6 @@ answers. Without ``--json``, a table. ``--max-bytes``/``--max-chars`` bound the 
 
 from __future__ import annotations
 
-import json
 import statistics
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,6 +21,7 @@ from chunkwise.chunking import CHUNKERS, Chunk, get_chunker
 from chunkwise.chunking.limits import MAX_CHUNKS, check_chunk_count, check_chunk_floor
 from chunkwise.chunking.llm_common import LLMChunker
 from chunkwise.cli.parse_cmd import DEFAULT_LIMITS, MaxBytesOption, MaxCharsOption
+from chunkwise.cli.terminal import json_line, plain
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
 from chunkwise.parsing import ParseLimits
@@ -155,7 +155,7 @@ def register(app: typer.Typer) -> None:
         if run is not None:
             report["llm_report"] = run.report.to_dict()
         if as_json:
-            typer.echo(json.dumps(report, ensure_ascii=False))
+            typer.echo(json_line(report))
             return
         _print_table(report)
 
@@ -165,7 +165,7 @@ def _print_table(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{report['doc_id']} · {report['chunker']}")
+    table = Table(title=plain(f"{report['doc_id']} · {report['chunker']}"))
     for column in ("#", "start", "end", "size", "section", "text"):
         table.add_column(column, overflow="fold")
     for i, row in enumerate(report["chunks"]):
@@ -175,8 +175,8 @@ def _print_table(report: dict[str, Any]) -> None:
             str(row["start"]),
             str(row["end"]),
             str(row["tokens"]),
-            " > ".join(row["section"]),
-            preview if len(preview) <= 80 else preview[:77] + "...",
+            plain(" > ".join(row["section"])),
+            plain(preview if len(preview) <= 80 else preview[:77] + "..."),
         )
     console = Console()
     console.print(table)

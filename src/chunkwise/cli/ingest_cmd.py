@@ -8,7 +8,6 @@ ingest report (added, replaced, skipped, failed, chunks, seconds, embed_seconds)
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -26,6 +25,7 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
+from chunkwise.cli.terminal import error_line, json_line, markup_literal
 from chunkwise.kb import IngestEvent, expand_paths
 
 
@@ -55,14 +55,15 @@ def ingest_command(
             task = progress.add_task("", total=total)
 
             def on_progress(event: IngestEvent) -> None:
-                progress.update(task, completed=event.done, description=f"{event.status}: {event.source}")
+                description = f"{event.status}: {markup_literal(event.source)}"
+                progress.update(task, completed=event.done, description=description)
 
             report = base.add(paths, on_progress=on_progress)
         for source, reason in report.failed:
-            sys.stderr.write(f"error: {source}: {reason}\n")
+            error_line(f"{source}: {reason}")
         if as_json:
             body = dict(report.to_dict(), accounting=base.ledger.to_dict(), counts=base.store.counts())
-            sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_line(body) + "\n")
         else:
             counts = base.store.counts()
             Console().print(

@@ -7,7 +7,6 @@ entry per stage: inputs, outputs, seconds, calls, tokens, scores, notes), ``tota
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated
 
@@ -24,6 +23,7 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
+from chunkwise.cli.terminal import json_line, plain
 from chunkwise.retrieval.trace import Trace
 
 #: Console columns the rank, score, document and span columns and the borders take at most.
@@ -55,11 +55,13 @@ def search_command(
                 "totals": trace.totals(),
                 "accounting": base.ledger.to_dict(),
             }
-            sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_line(body) + "\n")
             return
     console = Console()
     preview_chars = max(console.width - PREVIEW_RESERVED, 20)
-    table = Table(title=f"{query}  ({', '.join(trace.names())}; {trace.totals()['seconds'] * 1000:.0f} ms)")
+    table = Table(
+        title=plain(f"{query}  ({', '.join(trace.names())}; {trace.totals()['seconds'] * 1000:.0f} ms)")
+    )
     for column in ("#", "score", "document", "span", "text"):
         table.add_column(
             column, no_wrap=True, overflow="ellipsis", max_width=None if column == "text" else 30
@@ -69,7 +71,9 @@ def search_command(
         if len(preview) > preview_chars:
             preview = preview[: preview_chars - 1] + "…"
         document = hit.doc_id if len(hit.doc_id) <= DOC_CHARS else "…" + hit.doc_id[-DOC_CHARS + 1 :]
-        table.add_row(str(rank), f"{hit.score:.3f}", document, f"{hit.start}-{hit.end}", preview)
+        table.add_row(
+            str(rank), f"{hit.score:.3f}", plain(document), f"{hit.start}-{hit.end}", plain(preview)
+        )
     console.print(table)
 
 
