@@ -30,8 +30,10 @@ python-pptx only when it passes.
 from __future__ import annotations
 
 import io
+import lzma
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass
 from xml.parsers import expat
 
@@ -49,8 +51,19 @@ _ROOT_START = re.compile(rb"<[A-Za-z_:]")
 
 _SCAN_BLOCK = 4096
 
-#: What reading a damaged member raises.
-_MEMBER_ERRORS = (zipfile.BadZipFile, OSError, EOFError, ValueError)
+#: What reading a damaged member raises: zipfile's own errors, the decompressors' (zlib, LZMA; bzip2
+#: raises OSError), an unsupported compression method (NotImplementedError) and an encrypted member
+#: (RuntimeError).
+_MEMBER_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    OSError,
+    EOFError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+)
 
 #: Bytes of XML fed to the streaming text counter at a time; the limit is checked between blocks.
 _COUNT_BLOCK = 1 << 16

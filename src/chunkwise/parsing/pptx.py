@@ -65,7 +65,9 @@ def parse_presentation(
     builder = DocumentBuilder()
     try:
         _add_slides(builder, presentation, include_notes)
-    except ValueError as exc:  # a malformed number in the XML (paragraph level, numbering start)
+    # A malformed number in the XML (paragraph level, numbering start), or a slide list naming a
+    # relationship the package lacks (python-pptx resolves slides lazily, so this surfaces here).
+    except (ValueError, KeyError) as exc:
         raise unreadable(source, "pptx", exc) from exc
     if builder.unit_count == 0:
         raise EmptyDocumentError(source, "the PPTX presentation holds no text")

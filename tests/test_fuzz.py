@@ -1,0 +1,121 @@
+"""A deterministic slice of ``bench/fuzz.py`` and the regressions its longer runs found.
+
+The slice runs a few dozen seeded inputs per format through parse -> chunk with the fuzzer's oracle
+(runs of one character capped at 20,000, to stay quick): any exception that is not a
+``ChunkwiseError``, a broken invariant or a hang fails the test. Each
+crash found by the long runs (``bench/results/fuzz.json``) has its input rebuilt here, beside its fix.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import re
+import sys
+import zipfile
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+from chunkwise.chunking import get_chunker
+from chunkwise.document import Document
+from chunkwise.errors import CorruptFileError
+from chunkwise.parsing import parse_bytes
+
+REPO = Path(__file__).parent.parent
+FORMATS = REPO / "tests" / "data" / "formats"
+
+
+@pytest.fixture(scope="module")
+def fuzz() -> ModuleType:
+    """``bench/fuzz.py``, imported as a module."""
+    spec = importlib.util.spec_from_file_location("fuzz", REPO / "bench" / "fuzz.py")
+    assert spec is not None
+    assert spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["fuzz"] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.mark.parametrize("fmt", ["txt", "md", "html", "pdf", "docx", "pptx"])
+def test_fuzz_slice_finds_no_crash(fuzz: ModuleType, fmt: str) -> None:
+    campaign = fuzz.run_format(fmt, seed=7, executions=40, timeout=120, long_line=20_000)
+    assert campaign.executions == 40
+    assert [crash.to_dict() for crash in campaign.crashes.values()] == []
+    assert campaign.outcomes["ok"] > 0  # the mutations leave some inputs readable: parsing is exercised
+
+
+def _repack(fixture: str, member: str, method: int, damage: bytes | None = None, flag: int = 0) -> bytes:
+    """``fixture`` rewritten with every member compressed by ``method``; then ``member``'s compressed
+    bytes partly overwritten with ``damage``, or its general-purpose flags (in the local and the
+    central header) set to ``flag``."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(FORMATS / fixture) as original, zipfile.ZipFile(out, "w") as package:
+        for info in original.infolist():
+            package.writestr(info.filename, original.read(info), compress_type=method)
+    data = bytearray(out.getvalue())
+    with zipfile.ZipFile(io.BytesIO(bytes(data))) as package:
+        local = package.getinfo(member).header_offset
+    name = member.encode()
+    central = data.index(b"PK\x01\x02")  # the central directory: one header per member, in order
+    while data[central + 46 : central + 46 + len(name)] != name:
+        central = data.index(b"PK\x01\x02", central + 4)
+    if damage is not None:
+        start = local + 30 + int.from_bytes(data[local + 26 : local + 28], "little")
+        start += int.from_bytes(data[local + 28 : local + 30], "little")
+        data[start + 16 : start + 16 + len(damage)] = damage
+    if flag:
+        data[local + 6 : local + 8] = flag.to_bytes(2, "little")
+        data[central + 8 : central + 10] = flag.to_bytes(2, "little")
+    return bytes(data)
+
+
+@pytest.mark.parametrize(
+    ("fixture", "member", "method"),
+    [
+        ("accessories.pptx", "ppt/slides/slide1.xml", zipfile.ZIP_DEFLATED),
+        ("accessories.docx", "word/document.xml", zipfile.ZIP_DEFLATED),
+        ("accessories.docx", "word/document.xml", zipfile.ZIP_LZMA),
+    ],
+)
+def test_a_member_whose_compressed_data_is_damaged_is_corrupt(fixture: str, member: str, method: int) -> None:
+    # found by fuzzing: zlib.error ("invalid distance too far back") escaped the member scan untyped
+    data = _repack(fixture, member, method, damage=b"\xff" * 64)
+    with pytest.raises(CorruptFileError, match=rf"damaged archive member {re.escape(member)} "):
+        parse_bytes(data, f"damaged{Path(fixture).suffix}")
+
+
+def test_an_encrypted_member_is_corrupt() -> None:
+    data = _repack("accessories.docx", "word/document.xml", zipfile.ZIP_DEFLATED, flag=0x1)
+    with pytest.raises(CorruptFileError, match=r"damaged archive member word/document\.xml \(File"):
+        parse_bytes(data, "encrypted.docx")
+
+
+@pytest.mark.timeout(300)
+def test_a_200k_character_run_chunks_in_tokens_without_rescanning_the_run(fuzz: ModuleType) -> None:
+    # found by fuzzing: a 200,000-character run without a space, chunked at 8 tokens, ran past the
+    # fuzzer's 60 s limit; every chunk boundary inside the run sliced and hashed the whole run again
+    doc = Document(id="run", text="Heading words. " + "-" * 200_000 + " tail")
+    spec = fuzz.ChunkSpec("recursive", {"max_size": 8, "min_size": 0, "overlap": 0.0, "unit": "minilm"})
+    chunks = get_chunker(spec.name, **spec.params).chunk(doc)
+    assert fuzz.chunk_problems(doc, chunks, spec) == []
+    assert len(chunks) > 200_000 // 8
+
+
+def test_a_slide_list_naming_a_missing_relationship_is_corrupt() -> None:
+    # found by fuzzing: python-pptx resolves slides lazily, and a sldId whose r:id has no relationship
+    # raised KeyError while the slides were walked
+    out = io.BytesIO()
+    with (
+        zipfile.ZipFile(FORMATS / "accessories.pptx") as original,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package,
+    ):
+        for info in original.infolist():
+            data = original.read(info)
+            if info.filename == "ppt/presentation.xml":
+                data = data.replace(b'r:id="rId2"', b'r:id="rId999"')
+            package.writestr(info.filename, data)
+    with pytest.raises(CorruptFileError, match="cannot read as PPTX: \"no relationship with key 'rId999'\""):
+        parse_bytes(out.getvalue(), "dangling.pptx")
