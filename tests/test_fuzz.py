@@ -119,3 +119,61 @@ def test_a_slide_list_naming_a_missing_relationship_is_corrupt() -> None:
             package.writestr(info.filename, data)
     with pytest.raises(CorruptFileError, match="cannot read as PPTX: \"no relationship with key 'rId999'\""):
         parse_bytes(out.getvalue(), "dangling.pptx")
+
+
+def _pdf(objects: list[bytes]) -> bytes:
+    """A PDF of ``objects`` (numbered from 1, the first one the catalog) with a correct xref table."""
+    out = bytearray(b"%PDF-1.7\n")
+    offsets = []
+    for number, body in enumerate(objects, start=1):
+        offsets.append(len(out))
+        out += b"%d 0 obj\n" % number + body + b"\nendobj\n"
+    xref = len(out)
+    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
+    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
+    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (len(objects) + 1, xref)
+    return bytes(out)
+
+
+def _stream(data: bytes) -> bytes:
+    return b"<< /Length %d >>\nstream\n" % len(data) + data + b"\nendstream"
+
+
+#: A ToUnicode map that reads code 0x41 ("A") as U+D960, half of a surrogate pair.
+_SURROGATE_CMAP = (
+    b"/CIDInit /ProcSet findresource begin 12 dict begin begincmap /CMapName /X def\n"
+    b"1 begincodespacerange <00> <FF> endcodespacerange\n"
+    b"2 beginbfchar <41> <D960> <42> <0042> endbfchar\n"
+    b"endcmap CMapName currentdict /CMap defineresource pop end end"
+)
+
+
+def _one_page_pdf(kids: bytes, count: int) -> bytes:
+    """One page showing ``BAB words here`` in a font whose ToUnicode map gives "A" as a lone surrogate;
+    the page tree lists ``kids`` and claims ``count`` pages."""
+    return _pdf(
+        [
+            b"<< /Type /Catalog /Pages 2 0 R >>",
+            b"<< /Type /Pages /Kids [%s] /Count %d >>" % (kids, count),
+            b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 300 300] /Contents 4 0 R"
+            b" /Resources << /Font << /F1 5 0 R >> >> >>",
+            _stream(b"BT /F1 12 Tf 50 250 Td (BAB words here) Tj ET"),
+            b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /ToUnicode 6 0 R >>",
+            _stream(_SURROGATE_CMAP),
+        ]
+    )
+
+
+def test_a_pdf_character_mapped_to_a_lone_surrogate_becomes_a_replacement_character() -> None:
+    # found by fuzzing: PDFium reported U+D960 for a glyph, and the text could not be encoded (the
+    # chunkers' content hash raised UnicodeEncodeError)
+    doc = parse_bytes(_one_page_pdf(b"3 0 R", 1), "surrogate.pdf")
+    assert "B\ufffdB words here" in doc.text
+    assert doc.text.encode("utf-8")
+
+
+def test_a_pdf_page_that_cannot_be_loaded_is_corrupt() -> None:
+    # found by fuzzing: the page tree listed an object PDFium cannot load as a page, and its
+    # PdfiumError escaped untyped
+    with pytest.raises(CorruptFileError, match="cannot read page 2: Failed to load page"):
+        parse_bytes(_one_page_pdf(b"3 0 R 5 0 R", 2), "broken-page.pdf")

@@ -62,6 +62,9 @@ from chunkwise.parsing.pdf_tables import find_tables
 _ERR_PASSWORD = 4
 #: Codes PDFium gives a hyphen it recognised as end-of-line hyphenation (``FPDFText_IsHyphen``).
 _HYPHENATION_MARKS = frozenset({0x02, 0xFFFE})
+#: What a character PDFium reports as a surrogate or past U+10FFFF becomes (a broken ToUnicode map can
+#: say anything; a lone surrogate would make the text unencodable).
+_REPLACEMENT = 0xFFFD
 #: A valid PDF ends with ``%%EOF`` within its last kilobyte (trailing junk is tolerated up to that).
 _EOF_WINDOW = 1024
 
@@ -140,15 +143,19 @@ def _read_pages(data: bytes, source: str, limits: ParseLimits) -> list[tuple[lis
         pages = []
         chars = 0
         for number in range(1, len(document) + 1):
-            page = document[number - 1]
-            textpage = page.get_textpage()
+            page = textpage = None
             try:
+                page = document[number - 1]
+                textpage = page.get_textpage()
                 chars += raw.FPDFText_CountChars(textpage.raw)
                 limits.check_chars(chars, source)
                 pages.append((_page_lines(page, textpage, number), _page_rules(page)))
+            except pdfium.PdfiumError as exc:  # a page object the document lists but PDFium cannot load
+                raise CorruptFileError(source, f"cannot read page {number}: {exc}") from exc
             finally:
-                textpage.close()
-                page.close()
+                for handle in (textpage, page):
+                    if handle is not None:
+                        handle.close()
         return pages
     finally:
         document.close()
@@ -175,6 +182,8 @@ def _page_lines(page: Any, textpage: Any, number: int) -> list[Line]:
     last_bottom, last_right = 0.0, float("inf")  # of the line's last glyph; inf: no glyph yet
     for index in range(raw.FPDFText_CountChars(handle)):
         code = get_unicode(handle, index)
+        if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+            code = _REPLACEMENT
         if code in (10, 13) or code in _HYPHENATION_MARKS:
             flush(code in _HYPHENATION_MARKS)
             last_right = float("inf")
