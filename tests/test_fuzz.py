@@ -13,6 +13,7 @@ import io
 import re
 import sys
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
@@ -104,21 +105,47 @@ def test_a_200k_character_run_chunks_in_tokens_without_rescanning_the_run(fuzz: 
     assert len(chunks) > 200_000 // 8
 
 
-def test_a_slide_list_naming_a_missing_relationship_is_corrupt() -> None:
-    # found by fuzzing: python-pptx resolves slides lazily, and a sldId whose r:id has no relationship
-    # raised KeyError while the slides were walked
+def _with_member(fixture: str, member: str, edit: Callable[[bytes], bytes]) -> bytes:
+    """``fixture`` with ``member`` rewritten by ``edit``."""
     out = io.BytesIO()
     with (
-        zipfile.ZipFile(FORMATS / "accessories.pptx") as original,
+        zipfile.ZipFile(FORMATS / fixture) as original,
         zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package,
     ):
         for info in original.infolist():
             data = original.read(info)
-            if info.filename == "ppt/presentation.xml":
-                data = data.replace(b'r:id="rId2"', b'r:id="rId999"')
-            package.writestr(info.filename, data)
+            package.writestr(info.filename, edit(data) if info.filename == member else data)
+    return out.getvalue()
+
+
+def test_a_slide_list_naming_a_missing_relationship_is_corrupt() -> None:
+    # found by fuzzing: python-pptx resolves slides lazily, and a sldId whose r:id has no relationship
+    # raised KeyError while the slides were walked
+    data = _with_member(
+        "accessories.pptx", "ppt/presentation.xml", lambda xml: xml.replace(b'r:id="rId2"', b'r:id="rId999"')
+    )
     with pytest.raises(CorruptFileError, match="cannot read as PPTX: \"no relationship with key 'rId999'\""):
-        parse_bytes(out.getvalue(), "dangling.pptx")
+        parse_bytes(data, "dangling.pptx")
+
+
+def test_a_docx_main_part_without_a_body_is_corrupt() -> None:
+    # found by fuzzing: a main part holding other XML has no .body, and AttributeError escaped
+    footer = b'<w:ftr xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:p/></w:ftr>'
+    data = _with_member("accessories.docx", "word/document.xml", lambda _: footer)
+    with pytest.raises(CorruptFileError, match="the main document part has no body"):
+        parse_bytes(data, "footer.docx")
+
+
+def test_a_docx_style_of_an_unknown_type_is_corrupt() -> None:
+    # found by fuzzing: python-docx raised ValueError for w:type="99999999999" while the style index
+    # was built, outside the handler that turned such errors into CorruptFileError
+    data = _with_member(
+        "accessories.docx",
+        "word/styles.xml",
+        lambda xml: xml.replace(b'<w:style w:type="paragraph"', b'<w:style w:type="99999999999"', 1),
+    )
+    with pytest.raises(CorruptFileError, match="WD_STYLE_TYPE has no XML mapping for '99999999999'"):
+        parse_bytes(data, "style.docx")
 
 
 def _pdf(objects: list[bytes]) -> bytes:

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chunkwise.document import Document
-from chunkwise.errors import EmptyDocumentError
+from chunkwise.errors import CorruptFileError, EmptyDocumentError
 from chunkwise.parsing.builder import DocumentBuilder
 from chunkwise.parsing.limits import ParseLimits
 from chunkwise.parsing.ooxml import TextMarkup, check_package, unreadable
@@ -61,10 +61,14 @@ def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:  # python-docx reports malformed packages with many exception types
         raise unreadable(source, "docx", exc) from exc
-    walker = _BodyWalker(document)
+    body = document.element.find(f"{_W}body")  # None when the main part is some other XML
+    if body is None:
+        raise CorruptFileError(source, "cannot read as DOCX: the main document part has no body")
     try:
-        walker.walk(document.element.body)
-    except ValueError as exc:  # a malformed number in the XML (numbering level, outline level)
+        walker = _BodyWalker(document)
+        walker.walk(body)
+    # A malformed number or enumeration value in the XML: numbering or outline level, style type.
+    except ValueError as exc:
         raise unreadable(source, "docx", exc) from exc
     if walker.builder.unit_count == 0:
         raise EmptyDocumentError(source, "the DOCX document holds no text")
