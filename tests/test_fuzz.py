@@ -128,6 +128,15 @@ def test_a_slide_list_naming_a_missing_relationship_is_corrupt() -> None:
         parse_bytes(data, "dangling.pptx")
 
 
+def test_a_slide_part_holding_other_xml_is_corrupt() -> None:
+    # found by fuzzing: a slide part replaced by a relationships part has no shape tree, and
+    # python-pptx's AttributeError escaped while the title placeholder was looked up
+    rels = b'<Relationships xmlns="http://schemas.openxmlformats.org/package/2006/relationships"/>'
+    data = _with_member("accessories.pptx", "ppt/slides/slide1.xml", lambda _: rels)
+    with pytest.raises(CorruptFileError, match="cannot read as PPTX: slide 1 has no shape tree"):
+        parse_bytes(data, "not-a-slide.pptx")
+
+
 def test_a_docx_main_part_without_a_body_is_corrupt() -> None:
     # found by fuzzing: a main part holding other XML has no .body, and AttributeError escaped
     footer = b'<w:ftr xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:p/></w:ftr>'

@@ -31,13 +31,14 @@ from collections.abc import Iterator
 from typing import Any
 
 from chunkwise.document import Document
-from chunkwise.errors import EmptyDocumentError
+from chunkwise.errors import CorruptFileError, EmptyDocumentError
 from chunkwise.parsing.builder import DocumentBuilder
 from chunkwise.parsing.limits import ParseLimits
 from chunkwise.parsing.ooxml import TextMarkup, check_package, unreadable
 
 _A_NS = "http://schemas.openxmlformats.org/drawingml/2006/main"
 _A = f"{{{_A_NS}}}"
+_P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
 #: Text runs and line breaks (python-pptx reads a break as a vertical tab) of the slides, and of the
 #: notes when they are read, for the text-volume check.
 _TEXT = TextMarkup(re.compile(r"ppt/slides/slide\d+\.xml"), f"{_A_NS} t", frozenset({f"{_A_NS} br"}))
@@ -64,7 +65,7 @@ def parse_presentation(
         raise unreadable(source, "pptx", exc) from exc
     builder = DocumentBuilder()
     try:
-        _add_slides(builder, presentation, include_notes)
+        _add_slides(builder, presentation, include_notes, source)
     # A malformed number in the XML (paragraph level, numbering start), or a slide list naming a
     # relationship the package lacks (python-pptx resolves slides lazily, so this surfaces here).
     except (ValueError, KeyError) as exc:
@@ -74,10 +75,11 @@ def parse_presentation(
     return builder.build(source, source=source, fmt="pptx")
 
 
-def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool) -> None:
+def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool, source: str) -> None:
     """Add every slide's title, shapes and (optionally) notes, each unit tagged with its slide number."""
     deck_title = False
     for number, slide in enumerate(presentation.slides, start=1):
+        _require_shape_tree(slide, f"slide {number}", source)
         title_shape = _title_shape(slide)
         title_level = 1 if number == 1 or not deck_title else 2
         title_text = title_shape.text_frame.text if title_shape is not None else ""
@@ -99,9 +101,17 @@ def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool
             elif getattr(shape, "has_text_frame", False):
                 _text_frame(builder, shape, sub_level, number)
         if include_notes and slide.has_notes_slide:
+            _require_shape_tree(slide.notes_slide, f"the notes of slide {number}", source)
             notes = slide.notes_slide.notes_text_frame
             for paragraph in notes.paragraphs if notes is not None else ():
                 builder.paragraph(paragraph.text, page=number)
+
+
+def _require_shape_tree(slide: Any, what: str, source: str) -> None:
+    """Refuse a slide (or notes) part that holds other XML: python-pptx would fail on its first shape
+    with an ``AttributeError``, the same as for a bug, so the shape tree is checked first."""
+    if slide.element.find(f"{_P}cSld/{_P}spTree") is None:
+        raise CorruptFileError(source, f"cannot read as PPTX: {what} has no shape tree")
 
 
 def _title_shape(slide: Any) -> Any:
