@@ -12,6 +12,7 @@ import zipfile
 from pathlib import PurePath
 
 from chunkwise.errors import CorruptFileError, UnsupportedFormatError
+from chunkwise.parsing.ooxml import ZIP_ERRORS
 
 #: Extension (lower case, with dot) -> format name.
 EXTENSIONS: dict[str, str] = {
@@ -37,7 +38,7 @@ def _zip_format(data: bytes, source: str) -> str | None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except ZIP_ERRORS as exc:
         raise CorruptFileError(source, f"not a valid zip archive ({exc})") from exc
     for fmt, marker in _OOXML_MARKERS.items():
         if marker in names:

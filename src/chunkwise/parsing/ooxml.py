@@ -51,10 +51,10 @@ _ROOT_START = re.compile(rb"<[A-Za-z_:]")
 
 _SCAN_BLOCK = 4096
 
-#: What reading a damaged member raises: zipfile's own errors, the decompressors' (zlib, LZMA; bzip2
-#: raises OSError), an unsupported compression method (NotImplementedError) and an encrypted member
-#: (RuntimeError).
-_MEMBER_ERRORS = (
+#: What opening a damaged archive or reading a damaged member raises: zipfile's own errors, the
+#: decompressors' (zlib, LZMA; bzip2 raises OSError), an unsupported zip version or compression method
+#: (NotImplementedError) and an encrypted member (RuntimeError).
+ZIP_ERRORS = (
     zipfile.BadZipFile,
     zlib.error,
     lzma.LZMAError,
@@ -89,7 +89,7 @@ def check_package(data: bytes, source: str, limits: ParseLimits, text: TextMarku
     """
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except ZIP_ERRORS as exc:
         raise CorruptFileError(source, f"not a valid zip archive ({exc})") from exc
     with archive:
         members = archive.infolist()
@@ -158,7 +158,7 @@ def _check_prolog(archive: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) 
                 if root:
                     return True
                 tail = window[-16:]
-    except _MEMBER_ERRORS as exc:
+    except ZIP_ERRORS as exc:
         raise CorruptFileError(source, f"damaged archive member {info.filename} ({exc})") from exc
     return True
 
@@ -215,7 +215,7 @@ def _check_text_volume(
                 parser.Parse(b"", True)
         except expat.ExpatError:
             pass
-        except _MEMBER_ERRORS as exc:
+        except ZIP_ERRORS as exc:
             raise CorruptFileError(source, f"damaged archive member {info.filename} ({exc})") from exc
         count = counter.count
         limits.check_chars(count, source)
