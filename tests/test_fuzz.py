@@ -150,6 +150,18 @@ def test_a_slide_part_holding_other_xml_is_corrupt() -> None:
         parse_bytes(data, "not-a-slide.pptx")
 
 
+def test_a_pptx_attribute_of_an_invalid_value_is_corrupt() -> None:
+    # found by fuzzing: python-pptx raised its own InvalidXmlError for b="abc" on a run of a
+    # paragraph that may be a sub-heading (its boldness is read)
+    data = _with_member(
+        "accessories.pptx",
+        "ppt/slides/slide3.xml",
+        lambda xml: xml.replace(b'<a:rPr b="1" />', b'<a:rPr b="abc" />'),
+    )
+    with pytest.raises(CorruptFileError, match="value must be one of '1', '0', 'true' or 'false', got 'abc'"):
+        parse_bytes(data, "bold.pptx")
+
+
 def test_a_docx_main_part_without_a_body_is_corrupt() -> None:
     # found by fuzzing: a main part holding other XML has no .body, and AttributeError escaped
     footer = b'<w:ftr xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:p/></w:ftr>'

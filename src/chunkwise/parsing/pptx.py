@@ -59,6 +59,7 @@ def parse_presentation(
     check_package(data, source, limits, _TEXT_WITH_NOTES if include_notes else _TEXT)
     try:
         import pptx
+        from pptx.exc import InvalidXmlError
 
         presentation = pptx.Presentation(io.BytesIO(data))
     except Exception as exc:  # python-pptx reports malformed packages with many exception types
@@ -66,9 +67,9 @@ def parse_presentation(
     builder = DocumentBuilder()
     try:
         _add_slides(builder, presentation, include_notes, source)
-    # A malformed number in the XML (paragraph level, numbering start), or a slide list naming a
-    # relationship the package lacks (python-pptx resolves slides lazily, so this surfaces here).
-    except (ValueError, KeyError) as exc:
+    # A malformed value in the XML (a paragraph level, a numbering start, a bold flag reading "abc"),
+    # or a slide list naming a relationship the package lacks: python-pptx reads both lazily.
+    except (ValueError, KeyError, InvalidXmlError) as exc:
         raise unreadable(source, "pptx", exc) from exc
     if builder.unit_count == 0:
         raise EmptyDocumentError(source, "the PPTX presentation holds no text")
