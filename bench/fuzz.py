@@ -92,81 +92,25 @@ SLOWEST = 3
 
 # -- mutations ---------------------------------------------------------------------------------------
 
+# fmt: off
 INTERESTING_BYTES = (0x00, 0x01, 0x0A, 0x0D, 0x1B, 0x20, 0x3C, 0x3E, 0x7F, 0x80, 0xC0, 0xC3, 0xEF, 0xFE, 0xFF)
 SNIPPETS: tuple[bytes, ...] = (
-    b"\xef\xbb\xbf",
-    b"\xff\xfe",
-    b"\xfe\xff",
-    b"\xff\xfe\x00\x00",
-    b"\xc3\x28",
-    b"\xe2\x82",
-    b"\xf4\x90\x80\x80",
-    b"\x00",
-    b"\r",
-    b"\r\n\r\n",
-    b"\x1b[31m",
-    b"\x85",
-    b"\xe2\x80\xa8",
-    b"\xe2\x80\xae",
-    b"\t\x0b\x0c",
-    b"<",
-    b">",
-    b"&",
-    b"&#0;",
-    b"&#x110000;",
-    b"&amp;",
-    b"]]>",
-    b"<!--",
-    b"-->",
-    b"<![CDATA[",
-    b"<?xml ",
-    b"<!DOCTYPE x [<!ENTITY a 'b'>]>",
-    b"%PDF-1.7\n",
-    b"%%EOF",
-    b"endstream",
-    b"PK\x03\x04",
-    b"\\",
-    b"# ",
-    b"- ",
-    b"1. ",
-    b"> ",
-    b"```",
-    b"| a | b |\n|---|\n",
-    b"    ",
-    b"<table><tr><td>",
-    b"</td>",
+    b"\xef\xbb\xbf", b"\xff\xfe", b"\xfe\xff", b"\xff\xfe\x00\x00", b"\xc3\x28", b"\xe2\x82",
+    b"\xf4\x90\x80\x80", b"\x00", b"\r", b"\r\n\r\n", b"\x1b[31m", b"\x85", b"\xe2\x80\xa8", b"\xe2\x80\xae",
+    b"\t\x0b\x0c", b"<", b">", b"&", b"&#0;", b"&#x110000;", b"&amp;", b"]]>", b"<!--", b"-->", b"<![CDATA[",
+    b"<?xml ", b"<!DOCTYPE x [<!ENTITY a 'b'>]>", b"%PDF-1.7\n", b"%%EOF", b"endstream", b"PK\x03\x04", b"\\",
+    b"# ", b"- ", b"1. ", b"> ", b"```", b"| a | b |\n|---|\n", b"    ", b"<table><tr><td>", b"</td>",
 )
 TEXT_SNIPPETS: tuple[str, ...] = (
-    "\u0301\u0301\u0301",
-    "\u200b\u200d\ufeff",
-    "\u202e\u2066",
-    "\u3000。「」！",
-    "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
-    "\U0001f469\u200d\U0001f4bb",
-    "Dr. Mr. e.g. 3.14",
-    "...!?",
-    "\r\n\r",
-    "\x0c\x0b\x1c\x1d\x1e\x1f\x85",
-    "ﬁﬂ",
-    "İı",
-    "\ufffd",
+    "\u0301\u0301\u0301", "\u200b\u200d\ufeff", "\u202e\u2066", "\u3000。「」！", "𝔘𝔫𝔦𝔠𝔬𝔡𝔢",
+    "\U0001f469\u200d\U0001f4bb", "Dr. Mr. e.g. 3.14", "...!?", "\r\n\r", "\x0c\x0b\x1c\x1d\x1e\x1f\x85",
+    "ﬁﬂ", "İı", "\ufffd",
 )
 ENCODINGS = (
-    "utf-8",
-    "utf-8-sig",
-    "utf-16",
-    "utf-16-le",
-    "utf-16-be",
-    "utf-32",
-    "utf-32-be",
-    "cp1252",
-    "latin-1",
-    "cp1251",
-    "shift_jis",
-    "gb18030",
-    "koi8-r",
-    "mac-roman",
+    "utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-be", "cp1252", "latin-1",
+    "cp1251", "shift_jis", "gb18030", "koi8-r", "mac-roman",
 )
+# fmt: on
 
 Op = tuple[Any, ...]
 
@@ -208,6 +152,7 @@ def text_ops(long_line: int) -> st.SearchStrategy[Op]:
 
 
 def _at(data: bytes | str, position: float) -> int:
+    """The index a relative position (0 <= position < 1) points at in ``data``, its end included."""
     return int(position * (len(data) + 1))
 
 
@@ -250,39 +195,12 @@ def apply_text_op(text: str, op: Op) -> str:
 # -- generated Markdown and HTML ---------------------------------------------------------------------
 
 _word = st.text(alphabet=st.sampled_from("abcdeéxyzABΣЖ中12 .,!?"), min_size=1, max_size=12)
-_md_token = st.sampled_from(
-    [
-        "*",
-        "**",
-        "_",
-        "`",
-        "[",
-        "]",
-        "(",
-        ")",
-        "![",
-        "<br>",
-        "&amp;",
-        "\\",
-        "|",
-        "#",
-        ">",
-        "-",
-        "1.",
-        "<b>",
-        "</b>",
-        "~~",
-        "<!--",
-        "-->",
-        "\t",
-        "  \n",
-        "[x]: /u",
-        "<https://a.b>",
-        "$",
-        "{",
-        "}",
-    ]
-)
+# fmt: off
+_md_token = st.sampled_from([
+    "*", "**", "_", "`", "[", "]", "(", ")", "![", "<br>", "&amp;", "\\", "|", "#", ">", "-", "1.", "<b>",
+    "</b>", "~~", "<!--", "-->", "\t", "  \n", "[x]: /u", "<https://a.b>", "$", "{", "}",
+])
+# fmt: on
 _inline = st.lists(st.one_of(_word, _word, _md_token, st.text(max_size=6)), max_size=12).map(" ".join)
 
 
@@ -293,6 +211,7 @@ def _md_table(rows: list[list[str]]) -> str:
 
 
 def _md_leaf() -> st.SearchStrategy[str]:
+    """Markdown blocks without children: headings (levels 1-8), paragraphs, fences, tables, raw HTML."""
     rows = st.lists(st.lists(_inline, min_size=0, max_size=5), min_size=1, max_size=5)
     return st.one_of(
         st.tuples(st.integers(1, 8), _inline).map(lambda t: "#" * t[0] + " " + t[1]),
@@ -320,6 +239,8 @@ def _md_leaf() -> st.SearchStrategy[str]:
 
 
 def _md_container(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    """Lists (ordered or not, odd indents) and block quotes around generated blocks."""
+
     def as_list(parts: tuple[bool, str, list[str]]) -> str:
         ordered, indent, items = parts
         lines = []
@@ -343,78 +264,24 @@ markdown_documents = st.tuples(
     st.sampled_from(["\n\n", "\n", "\r\n\r\n"]),
 ).map(lambda t: t[0] + t[2].join(t[1]))
 
-_html_tags = st.sampled_from(
-    [
-        "div",
-        "p",
-        "span",
-        "ul",
-        "ol",
-        "li",
-        "table",
-        "thead",
-        "tbody",
-        "tr",
-        "td",
-        "th",
-        "pre",
-        "code",
-        "blockquote",
-        "h1",
-        "h2",
-        "h3",
-        "h7",
-        "section",
-        "article",
-        "main",
-        "header",
-        "footer",
-        "nav",
-        "aside",
-        "figure",
-        "figcaption",
-        "caption",
-        "form",
-        "input",
-        "script",
-        "style",
-        "br",
-        "hr",
-        "dl",
-        "dt",
-        "dd",
-        "template",
-        "svg",
-        "math",
-        "details",
-        "summary",
-        "b",
-        "a",
-        "select",
-        "option",
-    ]
-)
-_html_attrs = st.sampled_from(
-    [
-        "",
-        " hidden",
-        ' class="sidebar"',
-        ' id="cookie-banner"',
-        ' style="display:none"',
-        ' role="navigation"',
-        ' aria-hidden="true"',
-        ' start="-5"',
-        ' start="99999999999999999999"',
-        ' class="language-py"',
-        ' type="password"',
-        ' class="has-sidebar"',
-        ' id="log-in-to-your-account"',
-        " colspan=0",
-    ]
-)
+# fmt: off
+_html_tags = st.sampled_from([
+    "div", "p", "span", "ul", "ol", "li", "table", "thead", "tbody", "tr", "td", "th", "pre", "code",
+    "blockquote", "h1", "h2", "h3", "h7", "section", "article", "main", "header", "footer", "nav", "aside",
+    "figure", "figcaption", "caption", "form", "input", "script", "style", "br", "hr", "dl", "dt", "dd",
+    "template", "svg", "math", "details", "summary", "b", "a", "select", "option",
+])
+_html_attrs = st.sampled_from([
+    "", " hidden", ' class="sidebar"', ' id="cookie-banner"', ' style="display:none"', ' role="navigation"',
+    ' aria-hidden="true"', ' start="-5"', ' start="99999999999999999999"', ' class="language-py"',
+    ' type="password"', ' class="has-sidebar"', ' id="log-in-to-your-account"', " colspan=0",
+])
+# fmt: on
 
 
 def _html_node(children: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
+    """An element of a drawn tag and attribute around generated children, its end tag sometimes left out."""
+
     def element(parts: tuple[str, str, list[str], bool]) -> str:
         tag, attrs, inner, closed = parts
         return f"<{tag}{attrs}>" + "".join(inner) + (f"</{tag}>" if closed else "")
@@ -448,20 +315,14 @@ html_documents = st.tuples(
 _STREAM = re.compile(rb"<<([^<>]*(?:<<[^<>]*>>[^<>]*)*)>>\s*stream\r?\n", re.S)
 _NUMBER = re.compile(rb"-?\d+(?:\.\d+)?")
 _EXTREMES = (b"0", b"-0", b"-1", b"0.0001", b"1e30", b"-99999999", b"99999999999999999999", b"NaN", b".")
+# fmt: off
 _OPERATORS = (
-    b"BT /F1 0 Tf 0 0 Td (zero size) Tj ET",
-    b"BT /F1 9999 Tf 1 0 0 1 0 0 Tm (huge) Tj ET",
-    b"BT /F1 10 Tf -1 0 0 -1 300 300 Tm (mirrored) Tj ET",
-    b"0 0 600 0.5 re f",
-    b"0 0 0 0 re f",
-    b"1e30 0 0 1e30 0 0 cm",
-    b"BT (\\377\\376\\000\\000) Tj ET",
-    b"q q q q q",
-    b"Q Q Q Q",
-    b"BT ET ET",
-    b"BT /F1 10 Tf 0 Tz 0 0 Td (no width) Tj ET",
-    b"BT /F1 10 Tf 3 Tr 72 700 Td (- item) Tj ET",
+    b"BT /F1 0 Tf 0 0 Td (zero size) Tj ET", b"BT /F1 9999 Tf 1 0 0 1 0 0 Tm (huge) Tj ET",
+    b"BT /F1 10 Tf -1 0 0 -1 300 300 Tm (mirrored) Tj ET", b"0 0 600 0.5 re f", b"0 0 0 0 re f",
+    b"1e30 0 0 1e30 0 0 cm", b"BT (\\377\\376\\000\\000) Tj ET", b"q q q q q", b"Q Q Q Q", b"BT ET ET",
+    b"BT /F1 10 Tf 0 Tz 0 0 Td (no width) Tj ET", b"BT /F1 10 Tf 3 Tr 72 700 Td (- item) Tj ET",
 )
+# fmt: on
 content_ops = st.one_of(
     st.tuples(st.just("number"), _position, st.sampled_from(_EXTREMES)),
     st.tuples(st.just("operator"), _position, st.sampled_from(_OPERATORS)),
@@ -475,6 +336,7 @@ pdf_ops = st.one_of(
 
 
 def _edit_content(content: bytes, op: Op) -> bytes:
+    """One edit of an inflated PDF content stream (see :data:`content_ops`)."""
     kind = op[0]
     if kind == "number":
         numbers = list(_NUMBER.finditer(content))
@@ -515,47 +377,17 @@ def mutate_pdf_stream(data: bytes, index: int, ops: Sequence[Op]) -> bytes:
 
 # -- Office Open XML packages ------------------------------------------------------------------------
 
+# fmt: off
 _ELEMENTS = (
-    "w:p",
-    "w:r",
-    "w:t",
-    "w:tbl",
-    "w:tr",
-    "w:tc",
-    "w:sdt",
-    "w:numPr",
-    "w:pPr",
-    "w:style",
-    "w:abstractNum",
-    "w:lvl",
-    "a:p",
-    "a:r",
-    "a:t",
-    "a:tbl",
-    "a:tr",
-    "a:tc",
-    "p:sp",
-    "p:grpSp",
-    "a:pPr",
-    "a:buAutoNum",
+    "w:p", "w:r", "w:t", "w:tbl", "w:tr", "w:tc", "w:sdt", "w:numPr", "w:pPr", "w:style", "w:abstractNum",
+    "w:lvl", "a:p", "a:r", "a:t", "a:tbl", "a:tr", "a:tc", "p:sp", "p:grpSp", "a:pPr", "a:buAutoNum",
     "p:txBody",
 )
 _VALUES = (
-    b"0",
-    b"-1",
-    b"9",
-    b"10",
-    b"99999999999",
-    b"1" * 5000,
-    b"abc",
-    b"",
-    b"Heading1",
-    b"Title",
-    b"ListBullet",
-    b"Quote",
-    b"true",
-    b"x" * 300,
+    b"0", b"-1", b"9", b"10", b"99999999999", b"1" * 5000, b"abc", b"", b"Heading1", b"Title", b"ListBullet",
+    b"Quote", b"true", b"x" * 300,
 )
+# fmt: on
 _TEXTS = (b"\x1b[31mred", b"&#1;&#8;", b"a\tb", b"&#xd;&#xa;", b"\xe2\x80\xae", b"x" * 70_000, b"&lt;&gt;")
 xml_ops = st.one_of(
     st.tuples(st.just("value"), _position, st.sampled_from(_VALUES)),
@@ -615,6 +447,7 @@ def _element_span(xml: bytes, tag: bytes, nth: float) -> tuple[int, int] | None:
 
 
 def _edit_xml(xml: bytes, op: Op) -> bytes:
+    """One edit of an OOXML part's XML (see :data:`xml_ops`)."""
     kind = op[0]
     if kind == "value":
         values = list(_ATTRIBUTE_VALUE.finditer(xml))
@@ -729,6 +562,7 @@ def fixtures(fmt: str) -> list[bytes]:
 def _mutated_text(
     draw: st.DrawFn, seeds: Sequence[bytes], generated: st.SearchStrategy[str] | None, long_line: int
 ) -> bytes:
+    """A text input: a fixture or generated document, edited as text, encoded, edited as bytes."""
     if generated is not None and draw(st.booleans()):
         text = draw(generated)
     else:
@@ -957,6 +791,7 @@ class Campaign:
             (self.crash_dir / name).write_bytes(case.data)
 
     def _record(self, kind: str, error: str, tb: TracebackType | None, case: Case) -> None:
+        """Count a crash; keep the smallest input of each distinct one, with its traceback."""
         self.outcomes["crash"] += 1
         where = _where(tb)
         label = re.sub(r"\d+", "N", error.split(":", 1)[0] if kind == "exception" else error[:40])
@@ -994,6 +829,7 @@ class Campaign:
 
 
 def _input_size(path: Path) -> int:
+    """The size of a saved input (the largest possible when there is none yet)."""
     try:
         return path.stat().st_size
     except OSError:
@@ -1001,6 +837,7 @@ def _input_size(path: Path) -> int:
 
 
 def _alarm(_signum: int, _frame: FrameType | None) -> None:
+    """The per-input timer's signal handler."""
     raise InputTimeoutError
 
 
