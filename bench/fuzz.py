@@ -21,11 +21,11 @@ exact, in order, parents earlier headings), then each chunker that needs no mode
 ``recursive``, ``sentence``, ``structure``) with drawn sizes, overlap and unit, and the chunk invariants
 (offsets exact, trimmed, recorded size exact and within ``max_size``, no text lost or, with overlap,
 overlap bounded). A :class:`~chunkwise.errors.ChunkwiseError` is the typed refusal hostile input must
-get; any other exception, a broken invariant, or an input running past ``--timeout`` seconds is a
-crash. Crashes are told apart by kind, exception type and the innermost frame of the package; the
-smallest input of each is written to ``--crashes``, and so are the three slowest inputs past ``--slow``
-seconds (listed, not counted as crashes). The process runs under a 4 GB address-space limit
-(``ulimit -v 4000000``), so runaway memory is a ``MemoryError`` crash, not a dead machine.
+get; any other exception, a broken invariant, or a step (the parse, or one chunker) running past
+``--timeout`` seconds is a crash. Crashes are told apart by kind, exception type and the innermost
+frame of the package; the smallest input of each is written to ``--crashes``, and so are the three
+slowest inputs past ``--slow`` seconds (listed, not counted as crashes). The process runs under a 4 GB
+address-space limit (``ulimit -v 4000000``), so runaway memory is a ``MemoryError`` crash, not a dead machine.
 
 Engine: hypothesis (generate phase only: no shrinking, no example database), seeded, so a run is
 reproducible from ``--seed``; it runs in batches until ``--seconds`` have passed or ``--executions``
@@ -614,7 +614,7 @@ class InvariantError(Exception):
 
 
 class InputTimeoutError(BaseException):
-    """An input ran past the per-input time limit (a BaseException: no ``except Exception`` eats it)."""
+    """A step ran past the time limit (a BaseException, so that no ``except Exception`` eats it)."""
 
 
 def document_problems(doc: Document) -> list[str]:
@@ -670,12 +670,14 @@ def chunk_problems(doc: Document, chunks: list[Chunk], spec: ChunkSpec) -> list[
     return problems
 
 
-def run_case(case: Case) -> tuple[str, str]:
+def run_case(case: Case, step: Callable[[], None] = lambda: None) -> tuple[str, str]:
     """The outcome and, for a typed error, its class: ``("rejected", "EncodingError")`` for a refused
     input, ``("chunk-error", ...)`` when a chunker refused the document, else ``("ok", "")``.
 
-    Anything else raises: an unexpected exception, or :class:`InvariantError`.
+    Anything else raises: an unexpected exception, or :class:`InvariantError`. ``step`` is called before
+    the parse and before each chunker (the campaign restarts its timer there).
     """
+    step()
     try:
         doc = parse_bytes(case.data, case.name)
     except ChunkwiseError as exc:
@@ -685,6 +687,7 @@ def run_case(case: Case) -> tuple[str, str]:
         raise InvariantError(f"document: {problems[0]}")
     outcome = ("ok", "")
     for spec in case.chunkers:
+        step()
         try:
             chunks = get_chunker(spec.name, **spec.params).chunk(doc)
         except ChunkwiseError as exc:
@@ -758,10 +761,9 @@ class Campaign:
         """Run one input and record its outcome (never raises, except on an interrupt)."""
         self.executions += 1
         previous = signal.signal(signal.SIGALRM, _alarm)
-        signal.setitimer(signal.ITIMER_REAL, self.timeout)
         began = time.monotonic()
         try:
-            outcome, error = run_case(case)
+            outcome, error = run_case(case, lambda: signal.setitimer(signal.ITIMER_REAL, self.timeout))
             self.outcomes[outcome] += 1
             if error:
                 self.rejections[error] += 1
@@ -916,7 +918,9 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=None, help="time per format")
     parser.add_argument("--executions", type=int, default=None, help="inputs per format")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--timeout", type=float, default=60.0, help="seconds one input may take")
+    parser.add_argument(
+        "--timeout", type=float, default=60.0, help="seconds the parse or one chunker may take"
+    )
     parser.add_argument("--slow", type=float, default=10.0, help="inputs slower than this are listed")
     parser.add_argument("--crashes", type=Path, default=CRASHES, help="where crashing inputs are written")
     parser.add_argument("--out", type=Path, default=RESULTS)
