@@ -162,12 +162,33 @@ def test_a_pptx_attribute_of_an_invalid_value_is_corrupt() -> None:
         parse_bytes(data, "bold.pptx")
 
 
+def test_a_slide_relationship_leading_to_another_part_is_corrupt() -> None:
+    # found by fuzzing: a slide relationship whose target is a theme gave python-pptx a part without a
+    # slide, and its AttributeError escaped while the slide list was resolved
+    data = _with_member(
+        "accessories.pptx",
+        "ppt/_rels/presentation.xml.rels",
+        lambda xml: xml.replace(b'Target="slides/slide1.xml"', b'Target="theme/theme1.xml"'),
+    )
+    with pytest.raises(CorruptFileError, match="cannot read as PPTX: 'Part' object has no attribute 'slide'"):
+        parse_bytes(data, "theme.pptx")
+
+
 def test_a_docx_main_part_without_a_body_is_corrupt() -> None:
     # found by fuzzing: a main part holding other XML has no .body, and AttributeError escaped
     footer = b'<w:ftr xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"><w:p/></w:ftr>'
     data = _with_member("accessories.docx", "word/document.xml", lambda _: footer)
     with pytest.raises(CorruptFileError, match="the main document part has no body"):
         parse_bytes(data, "footer.docx")
+
+
+def test_a_docx_whose_core_properties_hold_other_xml_takes_its_title_from_a_heading() -> None:
+    # found by fuzzing: python-docx's core properties have no title_text when docProps/core.xml holds
+    # another element, and the AttributeError escaped; the title is optional: the first heading serves
+    other = b'<w:ftr xmlns:w="http://schemas.openxmlformats.org/wordprocessingml/2006/main"/>'
+    doc = parse_bytes(_with_member("accessories.docx", "docProps/core.xml", lambda _: other), "core.docx")
+    assert doc.units
+    assert doc.title == doc.headings()[0].text.lstrip("#").strip()  # the builder's fallback
 
 
 def test_a_docx_style_of_an_unknown_type_is_corrupt() -> None:

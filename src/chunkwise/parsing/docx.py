@@ -72,7 +72,10 @@ def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
         raise unreadable(source, "docx", exc) from exc
     if walker.builder.unit_count == 0:
         raise EmptyDocumentError(source, "the DOCX document holds no text")
-    title = (document.core_properties.title or "").strip() or None
+    try:
+        title = (document.core_properties.title or "").strip() or None
+    except AttributeError:  # the core-properties part holds other XML: the title is optional, go without
+        title = None
     return walker.builder.build(source, title=title, source=source, fmt="docx")
 
 

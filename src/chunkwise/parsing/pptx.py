@@ -79,7 +79,11 @@ def parse_presentation(
 def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool, source: str) -> None:
     """Add every slide's title, shapes and (optionally) notes, each unit tagged with its slide number."""
     deck_title = False
-    for number, slide in enumerate(presentation.slides, start=1):
+    try:
+        slides = list(presentation.slides)  # python-pptx resolves each slide's relationship here
+    except AttributeError as exc:  # a relationship that leads to some other part, not a slide
+        raise unreadable(source, "pptx", exc) from exc
+    for number, slide in enumerate(slides, start=1):
         _require_shape_tree(slide, f"slide {number}", source)
         title_shape = _title_shape(slide)
         title_level = 1 if number == 1 or not deck_title else 2
