@@ -42,12 +42,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+from bench_data import DEFAULT_DATA
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
-if not DATA.is_dir():
-    DATA = Path("/work/shared/data")
+DATA = DEFAULT_DATA
 NIKE = DATA / "long_docs" / "nike_2023_annual_report.txt"
 CHROMA = DATA / "chroma" / "corpus.jsonl"
 RESULTS = Path(__file__).parent / "results" / "chunk_speed.json"

@@ -19,6 +19,7 @@ import json
 import time
 from pathlib import Path
 
+from bench_data import DEFAULT_DATA
 from chunkwise.chunking import get_chunker
 from chunkwise.chunking.llm_report import ChunkingRun
 from chunkwise.chunking.logprob import SYSTEM_PROMPT
@@ -26,7 +27,7 @@ from chunkwise.models.local_llm import LocalLLM
 from chunkwise.models.protocols import Message
 from chunkwise.parsing import parse_file
 
-DOC = Path("/work/shared/data/formats/CloudWay-24/md/Boarding Process.md")
+DOC = DEFAULT_DATA / "formats" / "CloudWay-24" / "md" / "Boarding Process.md"
 RESULTS = Path(__file__).parent / "results"
 
 

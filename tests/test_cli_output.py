@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from chunkwise.cli.terminal import json_line, printable
-from support.bounded_cli import run_bounded
+from tests.support.cli import run_bounded
 
 HOSTILE_NAME = "bad\x1b[31m\nerror: fake.md"
 ESCAPED_NAME = "bad\\x1b[31m\\nerror: fake.md"

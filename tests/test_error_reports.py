@@ -12,7 +12,8 @@ from pathlib import Path
 
 from chunkwise.errors import ConfigError, EmptyDocumentError, failure_reason
 from chunkwise.kb import KnowledgeBase
-from support.bounded_cli import run_bounded
+from chunkwise.models.context import Models
+from tests.support.cli import run_bounded
 
 
 def test_failure_reason_drops_the_source_a_report_prints_beside_it() -> None:
@@ -24,7 +25,7 @@ def test_failure_reason_drops_the_source_a_report_prints_beside_it() -> None:
 def test_ingest_reports_name_the_file_once(tmp_path: Path, embedder: object) -> None:
     empty = tmp_path / "empty.txt"
     empty.write_bytes(b"")
-    with KnowledgeBase(tmp_path / "kb", embedder=embedder) as kb:  # type: ignore[arg-type]
+    with KnowledgeBase(tmp_path / "kb", models=Models(embedder=embedder)) as kb:
         report = kb.add([empty])
     assert report.failed == [(str(empty), "file is empty")]
 

@@ -21,7 +21,7 @@ from chunkwise.chunking.limits import MAX_CHUNKS, check_chunk_count, check_chunk
 from chunkwise.document import Document
 from chunkwise.errors import ChunkingError, FileTooLargeError, SourceError, TooManyChunksError
 from chunkwise.parsing import ParseLimits, parse_bytes, parse_file
-from support.bounded_cli import run_bounded
+from tests.support.cli import run_bounded
 
 FORMATS = Path(__file__).parent / "data" / "formats"
 DEFAULT_CHARS = ParseLimits().max_chars

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from chunkwise.errors import FileTooLargeError, NotRegularFileError
-from chunkwise.kb import expand_paths
+from chunkwise.ingest.paths import expand_paths
 from chunkwise.parsing import ParseLimits, parse_file
 from chunkwise.parsing.files import read_file
-from support.bounded_cli import run_bounded
+from tests.support.cli import run_bounded
 
 DEVICE = Path("/dev/zero")
 

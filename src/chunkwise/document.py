@@ -49,6 +49,11 @@ class Unit:
     parent: str | None = None
     page: int | None = None
 
+    @property
+    def title(self) -> str:
+        """A heading's title: its text without the Markdown ``#`` marker (any other unit: its text)."""
+        return self.text.lstrip("#").strip() if self.kind is UnitKind.HEADING else self.text
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready mapping (without ``text``, which the document holds)."""
         return {

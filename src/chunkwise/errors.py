@@ -83,6 +83,25 @@ class ConfigError(ChunkwiseError):
     """A configuration value is missing, unknown or out of range."""
 
 
+class StoreError(ChunkwiseError):
+    """A knowledge-base store cannot be opened, read or written: ``location`` names the directory or
+    file, ``reason`` says why (not a directory, read-only, locked) and what to do about it."""
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"{location}: {reason}")
+        self.location = location
+        self.reason = reason
+
+
+class CorruptStoreError(StoreError):
+    """A store's files are damaged (truncated, overwritten, a broken write-ahead log or index).
+    ``chunkwise kb check`` lists the damage and ``chunkwise kb repair`` rebuilds what can be kept."""
+
+
+class QueryError(ChunkwiseError, ValueError):
+    """A query cannot be searched for (empty, blank, or without a single word)."""
+
+
 class ModelError(ChunkwiseError):
     """A model call (embedding, chat, logprobs, rerank) failed; ``model`` names the backend and model."""
 

@@ -1,1 +1,1 @@
-"""Test helpers shared across test modules (the loopback OpenAI-compatible server)."""
+"""What the tests share: fakes (one module), documents, the chunking contract, the loopback servers."""

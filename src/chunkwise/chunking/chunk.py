@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkwise.document import Document
-from chunkwise.parsing.builder import heading_title
+from chunkwise.spans import Span
 
 
 def chunk_id(content_hash: str, start: int, end: int) -> str:
@@ -17,8 +17,17 @@ def chunk_id(content_hash: str, start: int, end: int) -> str:
     return digest[:20]
 
 
+def contextual_text(header: str, text: str) -> str:
+    """What embedders, BM25 and rerankers read for a chunk: its header, a blank line, its text.
+
+    The header (document title, summary, section path) is stored beside the chunk, never inside its
+    span, so offsets and citations stay exact while the ranking models still see the context.
+    """
+    return f"{header}\n\n{text}" if header else text
+
+
 @dataclass(frozen=True, slots=True)
-class Chunk:
+class Chunk(Span):
     """A retrieval unit: ``document.text[start:end] == text``.
 
     ``section`` is the heading path above the chunk (outermost first, at most three levels);
@@ -29,9 +38,6 @@ class Chunk:
     """
 
     id: str
-    doc_id: str
-    start: int
-    end: int
     text: str
     unit_ids: tuple[str, ...] = ()
     section: tuple[str, ...] = ()
@@ -104,10 +110,10 @@ class ChunkBuilder:
             section = self._paths[at] if at >= 0 else ()
         # Positional arguments, in field order: measurably cheaper than keywords on this hot path.
         return Chunk(
-            digest.hexdigest()[:20],
             doc.id,
             start,
             end,
+            digest.hexdigest()[:20],
             doc.text[start:end],
             unit_ids,
             section,
@@ -123,7 +129,7 @@ def _unit_section_paths(doc: Document, depth: int = 3) -> list[tuple[str, ...]]:
     paths: list[tuple[str, ...]] = []
     for unit in doc.units:
         parent = full.get(unit.parent, ()) if unit.parent else ()
-        path = (*parent, heading_title(unit)) if unit.kind.value == "heading" else parent
+        path = (*parent, unit.title) if unit.kind.value == "heading" else parent
         if unit.kind.value == "heading":
             full[unit.id] = path
         paths.append(path[-depth:])
@@ -171,7 +177,7 @@ def section_path(doc: Document, offset: int, depth: int = 3) -> tuple[str, ...]:
     if node is not None and node.kind.value != "heading":
         node = by_id.get(node.parent) if node.parent else None
     while node is not None:
-        path.append(heading_title(node))
+        path.append(node.title)
         node = by_id.get(node.parent) if node.parent else None
     path.reverse()
     return tuple(path[-depth:])

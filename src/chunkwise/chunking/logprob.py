@@ -80,6 +80,13 @@ No Person shall be a Representative who shall not have attained to the Age of tw
 been seven Years a Citizen of the United States."""
 
 
+@dataclass(frozen=True, slots=True)
+class LogprobRun(ChunkingRun):
+    """A logprob chunking run with its boundary score curve (what ``--scores`` writes)."""
+
+    curve: BoundaryCurve | None = None
+
+
 def example_output(marker: str) -> str:
     """The few-shot answer: the example input with the marker closing each section."""
     parts = EXAMPLE_INPUT.split("\n\n")
@@ -169,7 +176,7 @@ class LogprobChunker(LLMChunker):
         """Token heads worth a mid-token evaluation: those that are one token for this model."""
         return [h for h in PARTIAL_HEADS if self.llm.count_tokens(h) == 1]
 
-    def run(self, doc: Document) -> ChunkingRun:
+    def run(self, doc: Document) -> LogprobRun:
         """Score every token position of ``doc``, pick boundaries, and build the chunks."""
         text = doc.text
         marker = self.params.marker or choose_marker(self.llm, text)
@@ -224,7 +231,7 @@ class LogprobChunker(LLMChunker):
             "tokens_per_second": round(scored_tokens / seconds, 1) if seconds > 0 else None,
         }
         report = ChunkingReport(self.name, doc.id, tuple(reports), stats)
-        return ChunkingRun(self.finish(doc, cuts), report, curve)
+        return LogprobRun(self.finish(doc, cuts), report, curve)
 
     def prompt(self, marker: str, window_text: str) -> str:
         """The chat-rendered prompt for one window: system, the few-shot pair, then the window as the

@@ -34,6 +34,7 @@ from chunkwise.chunking.measure import Measure
 from chunkwise.chunking.sentences import split_sentences
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
+from chunkwise.models.context import Models
 from chunkwise.models.protocols import Embedder, Vectors
 
 BREAKPOINTS = ("threshold", "percentile")
@@ -48,8 +49,8 @@ class SemanticParams(ChunkerParams):
     ``breakpoint``: ``threshold`` or ``percentile``. ``percentile``: the distance percentile that marks a
     break (``breakpoint="percentile"``). ``method``: ``greedy`` (sentence by sentence) or ``cluster``
     (dynamic programming over small pieces). ``piece_size``: the cluster method's piece size in
-    ``unit`` (0 means ``max_size // 8``). ``embedder``: an :class:`Embedder`, or a spec string for
-    :func:`chunkwise.models.get_embedder` (``None``: the default local embedder).
+    ``unit`` (0 means ``max_size // 8``). ``embedder``: an :class:`Embedder`, or a spec string for the
+    run's :class:`~chunkwise.models.Models` (``None``: its configured embedder).
     """
 
     threshold: float = 0.8
@@ -72,22 +73,6 @@ class SemanticParams(ChunkerParams):
             raise ConfigError(f"percentile must be in [0, 100], got {self.percentile}")
         if not 0 <= self.piece_size <= self.max_size:
             raise ConfigError(f"piece_size must be between 0 and max_size, got {self.piece_size}")
-
-
-def resolve_embedder(spec: Embedder | str | None) -> Embedder:
-    """An embedder object for ``spec`` (an object passes through; strings go to the model factory)."""
-    if spec is not None and not isinstance(spec, str):
-        return spec
-    try:
-        from chunkwise.models import get_embedder  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        if spec not in (None, "local"):
-            raise ConfigError(f"embedder {spec!r} needs chunkwise.models.get_embedder") from None
-        from chunkwise.models.local_embedder import LocalEmbedder
-
-        return LocalEmbedder()
-    embedder: Embedder = get_embedder(spec)
-    return embedder
 
 
 def breaks_below(similarities: Vectors, threshold: float) -> list[bool]:
@@ -175,15 +160,19 @@ class SemanticChunker(BaseChunker):
     levels: ClassVar[tuple[Level, ...]] = WITHIN_SENTENCE_LEVELS
     params: SemanticParams
 
-    def __init__(self, **params: object) -> None:
-        super().__init__(**params)
+    def __init__(self, *, models: Models | None = None, **params: object) -> None:
+        super().__init__(models=models, **params)
         self._embedder: Embedder | None = None
 
     @property
     def embedder(self) -> Embedder:
-        """The embedder, resolved (and loaded, for the local default) on first use."""
+        """The embedder, resolved through the run's model context (and loaded) on first use."""
         if self._embedder is None:
-            self._embedder = resolve_embedder(self.params.embedder)
+            spec = self.params.embedder
+            if spec is None or isinstance(spec, str):
+                self._embedder = self.models.embedder(spec)
+            else:
+                self._embedder = self.models.adopt("embedder", spec)
         return self._embedder
 
     def pieces(self, doc: Document, measure: Measure, limits: SizeLimits) -> list[Piece]:

@@ -3,10 +3,12 @@
 With ``--json`` the output is one JSON object: ``doc_id``, ``chunker``, ``params``, ``chunks`` (id, start,
 end, text, unit_ids, section, tokens, plus context where a chunker records one) and ``stats`` (count,
 mean/min/max size in the chunker's unit, and coverage: the share of the document's non-whitespace
-characters inside some chunk). The LLM-driven chunkers add ``llm_report``: per window the outcome
-(``valid``, ``valid_after_reprompt``, ``repaired``, ``fallback``) and the problems found in the model's
-answers. Without ``--json``, a table. ``--max-bytes``/``--max-chars`` bound the parse and
-``--max-chunks`` the chunks of the document (:mod:`chunkwise.chunking.limits`).
+characters inside some chunk) and ``accounting`` (model calls, cache hits, input/output tokens, cost and
+seconds, in total, per stage and per role: what ``search`` and ``ask`` report too). The LLM-driven
+chunkers add ``llm_report``: per window the outcome (``valid``, ``valid_after_reprompt``, ``repaired``,
+``fallback``) and the problems found in the model's answers. Without ``--json``, a table with the totals.
+``--max-bytes``/``--max-chars`` bound the parse and ``--max-chunks`` the chunks of the document
+(:mod:`chunkwise.chunking.limits`).
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ import typer
 from chunkwise.chunking import CHUNKERS, Chunk, get_chunker
 from chunkwise.chunking.limits import MAX_CHUNKS, check_chunk_count, check_chunk_floor
 from chunkwise.chunking.llm_common import LLMChunker
+from chunkwise.chunking.logprob import LogprobRun
 from chunkwise.cli.parse_cmd import DEFAULT_LIMITS, MaxBytesOption, MaxCharsOption
 from chunkwise.cli.terminal import json_line, plain
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
+from chunkwise.models.context import Models
 from chunkwise.parsing import ParseLimits
 
 
@@ -132,7 +136,8 @@ def register(app: typer.Typer) -> None:
                 "llm": llm,
             }
             params.update({key: value for key, value in options.items() if value is not None})
-            built = get_chunker(chunker, **params)
+            models = Models()
+            built = get_chunker(chunker, models=models, **params)
         except ConfigError as exc:
             raise ConfigError(f"{file}: {exc}") from exc
         doc = parse_file(file, limits=ParseLimits(max_bytes=max_bytes, max_chars=max_chars))
@@ -141,7 +146,7 @@ def register(app: typer.Typer) -> None:
         chunks = run.chunks if run else built.chunk(doc)
         check_chunk_count(doc, chunks, max_chunks)
         if scores is not None:
-            if run is None or run.curve is None:
+            if not isinstance(run, LogprobRun) or run.curve is None:
                 raise ConfigError(f"{file}: --scores needs --chunker logprob")
             run.curve.write(scores)
         described = built.describe() if hasattr(built, "describe") else {"params": params}
@@ -151,6 +156,7 @@ def register(app: typer.Typer) -> None:
             "params": described["params"],
             "chunks": [chunk_row(c) for c in chunks],
             "stats": chunk_stats(doc, chunks),
+            "accounting": models.accounting(),
         }
         if run is not None:
             report["llm_report"] = run.report.to_dict()
@@ -181,6 +187,13 @@ def _print_table(report: dict[str, Any]) -> None:
     console = Console()
     console.print(table)
     console.print(", ".join(f"{k}: {v}" for k, v in report["stats"].items()))
+    total = report["accounting"]["total"]
+    if total["calls"] or total["cache_hits"]:
+        console.print(
+            f"model calls: {total['calls']} (+{total['cache_hits']} cached), input tokens: "
+            f"{total['input_tokens']}, output tokens: {total['output_tokens']}, cost: ${total['cost']:.6f}, "
+            f"{total['latency_s']:.2f} s"
+        )
     if "llm_report" in report:
         llm_report = report["llm_report"]
         outcomes = ", ".join(f"{k}: {v}" for k, v in llm_report["outcomes"].items())

@@ -1,9 +1,10 @@
 """``chunkwise ingest PATH... --kb DIR``: parse, chunk, add headers, embed and store files.
 
-Directories are searched (recursively) for supported files. A rich progress bar shows the files done;
-each file that fails is reported as ``error: <file>: <reason>`` on stderr and the batch goes on (exit
-status 2 if any failed). Unchanged files are skipped, changed ones replaced. ``--json`` prints the
-ingest report (added, replaced, skipped, failed, chunks, seconds, embed_seconds) and accounting totals.
+Directories are searched (recursively) for supported files. A rich progress bar shows the files done
+(and, inside a long document, its chunks embedded so far); each file that fails is reported as
+``error: <file>: <reason>`` on stderr and the batch goes on (exit status 2 if any failed). Unchanged
+files are skipped, changed ones replaced. ``--json`` prints the ingest report (added, replaced, skipped,
+failed, chunks, seconds, embed_seconds) and accounting totals.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from chunkwise.cli.kb_options import (
     open_kb,
 )
 from chunkwise.cli.terminal import error_line, json_line, markup_literal
-from chunkwise.kb import IngestEvent, expand_paths
+from chunkwise.ingest.paths import expand_paths
+from chunkwise.ingest.report import IngestEvent
 
 
 def ingest_command(
@@ -55,14 +57,18 @@ def ingest_command(
             task = progress.add_task("", total=total)
 
             def on_progress(event: IngestEvent) -> None:
-                description = f"{event.status}: {markup_literal(event.source)}"
+                if event.status == "embedding":  # inside a long document
+                    name = markup_literal(event.source)
+                    description = f"embedding {name}: {event.embedded}/{event.chunks} chunks"
+                else:
+                    description = f"{event.status}: {markup_literal(event.source)}"
                 progress.update(task, completed=event.done, description=description)
 
             report = base.add(paths, on_progress=on_progress)
         for source, reason in report.failed:
             error_line(f"{source}: {reason}")
         if as_json:
-            body = dict(report.to_dict(), accounting=base.ledger.to_dict(), counts=base.store.counts())
+            body = dict(report.to_dict(), accounting=base.accounting(), counts=base.store.counts())
             sys.stdout.write(json_line(body) + "\n")
         else:
             counts = base.store.counts()

@@ -21,6 +21,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "chunkwise.cli.ingest_cmd",
     "chunkwise.cli.search_cmd",
     "chunkwise.cli.ask_cmd",
+    "chunkwise.cli.kb_cmd",
     "chunkwise.cli.eval_cmd",
     "chunkwise.cli.tune_cmd",
 )

@@ -24,7 +24,7 @@ from chunkwise.cli.kb_options import (
     open_kb,
 )
 from chunkwise.cli.terminal import json_line, plain
-from chunkwise.retrieval.trace import Trace
+from chunkwise.query.trace import Trace
 
 #: Console columns the rank, score, document and span columns and the borders take at most.
 PREVIEW_RESERVED = 70
@@ -53,7 +53,7 @@ def search_command(
                 "hits": [h.to_dict() for h in hits],
                 "trace": trace.to_dict(),
                 "totals": trace.totals(),
-                "accounting": base.ledger.to_dict(),
+                "accounting": base.accounting(),
             }
             sys.stdout.write(json_line(body) + "\n")
             return

@@ -50,7 +50,7 @@ def estimate_rerank_tokens(query: str, texts: Sequence[str]) -> int:
     return estimate_tokens(query) * len(texts) + sum(estimate_tokens(t) for t in texts)
 
 
-class _Managed:
+class Managed:
     """What the three wrappers share: the backend, ledger, cache, price, and how a call is recorded."""
 
     role = ""
@@ -137,7 +137,7 @@ class _Managed:
         return value
 
 
-class ManagedEmbedder(_Managed):
+class ManagedEmbedder(Managed):
     """An :class:`Embedder` with per-text caching (only unseen texts reach the backend) and accounting."""
 
     role = "embedder"
@@ -187,8 +187,13 @@ class ManagedEmbedder(_Managed):
         return int(counter(text)) if counter else estimate_tokens(text)
 
 
-class ManagedLLM(StructuredViaChat, _Managed):
-    """An :class:`LLM` with cached, accounted chat and logprobs; structured output goes through chat."""
+class ManagedLLM(StructuredViaChat, Managed):
+    """An :class:`LLM` with cached, accounted chat and logprobs.
+
+    Structured output goes through this wrapper's own chat (so every attempt is cached and accounted),
+    unless ``own_structured``: then the backend's ``structured`` is called as one accounted call. That
+    is how a caller's own LLM object keeps its structured output (a native JSON mode, a test double).
+    """
 
     role = "llm"
 
@@ -200,9 +205,32 @@ class ManagedLLM(StructuredViaChat, _Managed):
         price: Price | None = None,
         *,
         attempts: int = DEFAULT_ATTEMPTS,
+        own_structured: bool = False,
     ) -> None:
         super().__init__(inner, ledger, cache, price or Price())
         self._attempts = attempts
+        self._own_structured = own_structured
+
+    def structured(
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        *,
+        max_tokens: int = 1024,
+        stage: str = "",
+    ) -> Any:
+        """A JSON value valid against ``schema`` (see the class docstring for who produces it)."""
+        if not self._own_structured:
+            return super().structured(messages, schema, max_tokens=max_tokens, stage=stage)
+        wire = [m.to_dict() for m in messages]
+        estimate = sum(self.count_tokens(m.content) for m in messages)
+        return self._cached_call(
+            "structured",
+            stage,
+            (wire, schema, max_tokens),
+            estimate,
+            lambda: self._inner.structured(messages, schema, max_tokens=max_tokens, stage=stage),
+        )
 
     def count_tokens(self, text: str) -> int:
         """The backend's token count of ``text``."""
@@ -236,7 +264,7 @@ class ManagedLLM(StructuredViaChat, _Managed):
         return _logprobs_from_json(value)
 
 
-class ManagedReranker(_Managed):
+class ManagedReranker(Managed):
     """A :class:`Reranker` with cached, accounted scoring."""
 
     role = "reranker"

@@ -15,19 +15,10 @@ from chunkwise.document import Document
 from chunkwise.errors import EmptyDocumentError, FileTooLargeError
 from chunkwise.parsing.detect import detect_format
 from chunkwise.parsing.files import read_file
+from chunkwise.parsing.formats import EXTENSIONS, FORMATS
 from chunkwise.parsing.limits import ParseLimits
 
-__all__ = ["FORMATS", "ParseLimits", "detect_format", "parse_bytes", "parse_file"]
-
-#: Format name -> module implementing it.
-FORMATS: dict[str, str] = {
-    "text": "chunkwise.parsing.text",
-    "markdown": "chunkwise.parsing.markdown",
-    "html": "chunkwise.parsing.html",
-    "pdf": "chunkwise.parsing.pdf",
-    "docx": "chunkwise.parsing.docx",
-    "pptx": "chunkwise.parsing.pptx",
-}
+__all__ = ["EXTENSIONS", "FORMATS", "ParseLimits", "detect_format", "parse_bytes", "parse_file"]
 
 ParserFn = Callable[[bytes, str, ParseLimits], Document]
 

@@ -12,21 +12,8 @@ import zipfile
 from pathlib import PurePath
 
 from chunkwise.errors import CorruptFileError, UnsupportedFormatError
+from chunkwise.parsing.formats import EXTENSIONS
 from chunkwise.parsing.ooxml import ZIP_ERRORS
-
-#: Extension (lower case, with dot) -> format name.
-EXTENSIONS: dict[str, str] = {
-    ".txt": "text",
-    ".text": "text",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".pdf": "pdf",
-    ".docx": "docx",
-    ".pptx": "pptx",
-}
 
 #: Member that identifies each Office Open XML format inside its zip.
 _OOXML_MARKERS: dict[str, str] = {"docx": "word/document.xml", "pptx": "ppt/presentation.xml"}

@@ -1,27 +1,36 @@
-"""A deterministic in-process LLM for the LLM-driven chunkers, and a small structured document.
+"""The test doubles, all in one place: a deterministic in-process LLM and a counting embedder.
 
 :class:`FakeLLM` implements the :class:`~chunkwise.models.protocols.LLM` protocol: ``structured`` and
 ``chat`` answers come from queues (or a function of the conversation), ``logprobs`` from a score
-function of the continuation, so hypothesis can drive every branch of the checks and repairs. Tests that
-need a real model or a real HTTP server use the local SmolLM2 or the loopback server instead.
+function of the continuation, so hypothesis can drive every branch of the checks and repairs, and the
+query stages can be tested with exact replies. :class:`CountingEmbedder` wraps the real embedder and
+counts what it embeds; :class:`RecordingEmbedder` needs no model and records the size of each call.
+Tests that need a real model or a real HTTP server use the local models, the
+real OpenAI-compatible server, or the scripted loopback server (for faults) instead.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from chunkwise.document import Document
+import numpy as np
+
 from chunkwise.errors import LLMResponseError
 from chunkwise.models.protocols import Message, TokenLogprobs
-from chunkwise.parsing.builder import DocumentBuilder
 
 _TOKENS = re.compile(r"\w+|\s+|[^\w\s]")
 
 #: ``score(text, offset) -> log-probability of the marker at offset`` (text = prompt + continuation).
 ScoreFn = Callable[[str, int], float]
+
+
+def on_prompt(reply: Callable[[str], Any]) -> Callable[[Sequence[Message]], Any]:
+    """A reply function of the conversation, from one of its last message (the prompt)."""
+    return lambda messages: reply(messages[-1].content)
 
 
 def paragraph_score(text: str, offset: int) -> float:
@@ -55,6 +64,11 @@ class FakeLLM:
     @property
     def name(self) -> str:
         return "fake"
+
+    @property
+    def prompts(self) -> list[str]:
+        """The last message of every chat and structured call so far, in order."""
+        return [messages[-1].content for kind, messages in self.calls if kind != "logprobs"]
 
     def count_tokens(self, text: str) -> int:
         return len([t for t in _TOKENS.findall(text) if not t.isspace()]) or (1 if text else 0)
@@ -100,19 +114,40 @@ class FakeLLM:
         )
 
 
-def sample_doc() -> Document:
-    """Three heading levels, paragraphs, a numbered procedure, a table and a code block."""
-    b = DocumentBuilder()
-    b.heading("Baggage Allowance", 1)  # u1
-    b.paragraph("CloudWay 24 lets every passenger bring luggage within the limits below.")  # u2
-    b.heading("Cabin Baggage", 2)  # u3
-    b.paragraph("One cabin bag and one personal item are allowed on every fare.")  # u4
-    b.heading("Size Limits", 3)  # u5
-    b.table([["Class", "Weight"], ["Economy", "7 kg"], ["Business", "10 kg"]])  # u6
-    b.heading("Checked Baggage", 2)  # u7
-    b.list_item("Go to the baggage drop counter.", number=1)  # u8
-    b.list_item("Show your boarding pass.", number=2)  # u9
-    b.list_item("Tag and hand over the bag.", number=3)  # u10
-    b.paragraph("Overweight bags cost extra at the counter, paid by card only.")  # u11
-    b.code("fee = 25 * kilograms_over\nprint(fee)", "python")  # u12
-    return b.build("baggage.md", source="baggage.md", fmt="markdown")
+class CountingEmbedder:
+    """Delegates to a real embedder and counts the texts it embeds."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.texts = 0
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.texts += len(texts)
+        return self.inner.embed(texts)
+
+
+class RecordingEmbedder:
+    """A model-free embedder: each text's vector comes from its hash; ``calls`` records how many texts
+    every call received (so a test can see how an ingest slices its work) and ``last`` the last text."""
+
+    name = "recording"
+    dim = 8
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+        self.last = ""
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        self.calls.append(len(texts))
+        self.last = texts[-1] if texts else self.last
+        rows = [np.frombuffer(hashlib.sha256(t.encode()).digest(), dtype=np.uint8)[: self.dim] for t in texts]
+        vectors = np.array(rows, dtype=np.float32).reshape(len(texts), self.dim) + 1.0
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)

@@ -22,10 +22,10 @@ from typing import Literal
 import numpy as np
 
 from chunkwise.models.protocols import LLM
-from chunkwise.retrieval import prompts
-from chunkwise.retrieval.candidate import Candidate
-from chunkwise.retrieval.llm_calls import ask, parse_unit_score
-from chunkwise.retrieval.trace import StageReport, Trace
+from chunkwise.query import prompts
+from chunkwise.query.candidate import Candidate, Query
+from chunkwise.query.llm_calls import ask, parse_unit_score
+from chunkwise.query.trace import StageReport, Trace
 
 ThresholdMode = Literal["dynamic", "llm"]
 
@@ -60,6 +60,7 @@ class RelevanceFilter:
         epsilon: float = 0.01,
         neutral_score: float = 0.5,
         weights: Sequence[float] = (1.0, 1.0, 1.0),
+        max_candidates: int | None = None,
         max_chunk_chars: int = 2000,
     ) -> None:
         self.llm = llm
@@ -67,6 +68,7 @@ class RelevanceFilter:
         self.epsilon = epsilon
         self.neutral_score = neutral_score
         self.weights = tuple(weights)
+        self.max_candidates = max_candidates
         self.max_chunk_chars = max_chunk_chars
 
     def _score(self, prompt: str, report: StageReport, chunk_id: str, step: str) -> float:
@@ -112,12 +114,16 @@ class RelevanceFilter:
             report.notes.setdefault("unparsed", []).append({"step": "threshold", "reply": reply})
         return value
 
-    def __call__(self, query: str, candidates: list[Candidate], trace: Trace) -> list[Candidate]:
-        """Score every candidate, then keep those scoring at least the threshold, in score order."""
+    def __call__(self, query: Query, candidates: list[Candidate], trace: Trace) -> list[Candidate]:
+        """Score the first ``max_candidates`` candidates (the rest are dropped, and counted), then keep
+        those scoring at least the threshold, in score order."""
         with trace.stage(self.name, len(candidates)) as report:
+            limit = len(candidates) if self.max_candidates is None else self.max_candidates
+            report.notes["not_scored"] = max(0, len(candidates) - limit)
+            candidates = candidates[:limit]
             if not candidates:
                 return []
-            scores = [self.score(query, cand, report) for cand in candidates]
+            scores = [self.score(query.text, cand, report) for cand in candidates]
             threshold = self._llm_threshold(scores, report) if self.threshold == "llm" else None
             report.notes["threshold_source"] = "llm" if threshold is not None else "dynamic"
             if threshold is None:

@@ -13,10 +13,9 @@ from dataclasses import dataclass
 from pathlib import PurePath
 
 from chunkwise.chunking.chunk import Chunk
+from chunkwise.chunking.sentences import split_sentences
 from chunkwise.document import Document, UnitKind
 from chunkwise.models.protocols import LLM, Message
-from chunkwise.parsing.builder import heading_title
-from chunkwise.retrieval.answer import split_sentences
 
 TITLE_PROMPT = """What is the title of this document? Reply with a short title only, no other text.
 
@@ -56,7 +55,7 @@ def fallback_title(doc: Document) -> str:
     """The first heading's text, else the source's file name without extension, else the document id."""
     headings = doc.headings()
     if headings:
-        return heading_title(headings[0])
+        return headings[0].title
     return PurePath(doc.source).stem if doc.source else doc.id
 
 

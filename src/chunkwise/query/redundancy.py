@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import numpy.typing as npt
 
+from chunkwise.blas import one_blas_thread
 from chunkwise.models.protocols import Vectors
-from chunkwise.retrieval.blas import one_blas_thread
-from chunkwise.retrieval.candidate import Candidate, stack_vectors
-from chunkwise.retrieval.trace import Trace
+from chunkwise.query.candidate import Candidate, Query, stack_vectors
+from chunkwise.query.trace import Trace
 
 
 def non_redundant(vectors: Vectors, threshold: float = 0.9) -> npt.NDArray[np.intp]:
@@ -40,7 +40,7 @@ class Redundancy:
     def __init__(self, threshold: float = 0.9) -> None:
         self.threshold = threshold
 
-    def __call__(self, query: str, candidates: list[Candidate], trace: Trace) -> list[Candidate]:
+    def __call__(self, query: Query, candidates: list[Candidate], trace: Trace) -> list[Candidate]:
         """Keep the candidates that are not near-duplicates of an earlier one."""
         with trace.stage(self.name, len(candidates)) as report:
             dim = next((c.vector.shape[0] for c in candidates if c.vector is not None), 0)

@@ -14,8 +14,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from chunkwise.retrieval.candidate import Candidate
-from chunkwise.retrieval.trace import Trace
+from chunkwise.query.candidate import Candidate, Query
+from chunkwise.query.trace import Trace
 
 Floats = npt.NDArray[np.float64]
 FusionMethod = Literal["weighted", "rrf"]
@@ -71,7 +71,7 @@ class Fusion:
         self.weight = weight
         self.rrf_k = rrf_k
 
-    def __call__(self, query: str, candidates: list[Candidate], trace: Trace) -> list[Candidate]:
+    def __call__(self, query: Query, candidates: list[Candidate], trace: Trace) -> list[Candidate]:
         """Score and sort ``candidates`` by the fused score."""
         with trace.stage(self.name, len(candidates)) as report:
             report.notes = {"method": self.method, "weight": self.weight, "rrf_k": self.rrf_k}

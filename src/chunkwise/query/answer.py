@@ -12,23 +12,24 @@ from __future__ import annotations
 
 import json
 import math
-import re
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chunkwise.chunking.sentences import split_sentences
+from chunkwise.chunking.tables import table_header
 from chunkwise.errors import ChunkwiseError
 from chunkwise.models.protocols import LLM, Message
-from chunkwise.retrieval import prompts
-from chunkwise.retrieval.grounding import locate_quote
-from chunkwise.retrieval.llm_calls import record_usage
-from chunkwise.retrieval.terms import query_terms
-from chunkwise.retrieval.trace import StageReport, Trace
+from chunkwise.query import prompts
+from chunkwise.query.grounding import locate_quote
+from chunkwise.query.llm_calls import record_usage
+from chunkwise.query.trace import StageReport, Trace
+from chunkwise.spans import Span
+from chunkwise.terms import query_terms
 
 NOT_FOUND = "not found in the documents"
 AnswerMode = Literal["llm", "extractive"]
 
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n\s*\n|\n(?=\s*(?:[-*#|>]|\d+\.))")
 _SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -47,27 +48,21 @@ _SCHEMA: dict[str, Any] = {
 
 
 @dataclass(frozen=True, slots=True)
-class Source:
-    """A passage the answer may use: a chunk or a segment, with its place in its document."""
+class Source(Span):
+    """A passage the answer may use: a chunk or a segment (``ref`` is its id), numbered ``id``."""
 
     id: str
     ref: str
-    doc_id: str
-    start: int
-    end: int
     text: str
 
 
 @dataclass(frozen=True, slots=True)
-class Citation:
+class Citation(Span):
     """A verified quote: ``document.text[start:end]`` holds it (up to whitespace, see :mod:`.grounding`)."""
 
     source: str
     ref: str
-    doc_id: str
     quote: str
-    start: int
-    end: int
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
@@ -146,40 +141,9 @@ def check_citations(
             continue
         start, end = source.start + found[0], source.start + found[1]
         verified.append(
-            Citation(source.id, source.ref, source.doc_id, source.text[found[0] : found[1]], start, end)
+            Citation(source.doc_id, start, end, source.id, source.ref, source.text[found[0] : found[1]])
         )
     return verified, Grounding(len(verified), rejected)
-
-
-def split_sentences(text: str) -> list[tuple[int, int]]:
-    """``(start, end)`` of each sentence-like piece of ``text`` (on . ! ? and line structure)."""
-    pieces: list[tuple[int, int]] = []
-    at = 0
-    for match in [*_SENTENCE_END.finditer(text), None]:
-        end = match.start() if match else len(text)
-        chunk = text[at:end]
-        if chunk.strip():
-            lead = len(chunk) - len(chunk.lstrip())
-            pieces.append((at + lead, at + len(chunk.rstrip())))
-        at = match.end() if match else len(text)
-    return pieces
-
-
-def table_header(text: str, start: int) -> str:
-    """The header row of the Markdown table whose row begins at ``start``; empty when the line at
-    ``start`` is no table row, or is the header itself."""
-    if not text.startswith("|", start):
-        return ""
-    first = start
-    while first > 0:
-        previous = text.rfind("\n", 0, first - 1) + 1
-        if not text.startswith("|", previous):
-            break
-        first = previous
-    if first == start:
-        return ""
-    end = text.find("\n", first)
-    return text[first : end if end >= 0 else len(text)].rstrip()
 
 
 class AnswerGenerator:
@@ -237,7 +201,7 @@ class AnswerGenerator:
                 sentence = source.text[start:end]
                 if sentence.startswith("#"):  # a heading names a topic; it does not answer anything
                     continue
-                header = table_header(source.text, start)
+                header = table_header(source.text, start).partition("\n")[0]
                 terms = set(query_terms(f"{header} {sentence}"))
                 sentences.append((rank, source.id, sentence, header, wanted & terms))
         frequency = Counter(term for *_, shared in sentences for term in shared)

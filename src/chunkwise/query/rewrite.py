@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 from chunkwise.models.protocols import LLM
-from chunkwise.retrieval import prompts
-from chunkwise.retrieval.llm_calls import ask
-from chunkwise.retrieval.trace import Trace
+from chunkwise.query import prompts
+from chunkwise.query.candidate import Candidate, Query
+from chunkwise.query.llm_calls import ask
+from chunkwise.query.trace import Trace
 
 
 def clean_rewrite(reply: str, original: str) -> str:
@@ -22,13 +23,20 @@ def clean_rewrite(reply: str, original: str) -> str:
 
 
 class QueryRewrite:
-    """Stage: rewrite the query before retrieval. It sees the query only, not candidates."""
+    """Stage: rewrite the query before retrieval; the candidates (none yet) pass through."""
 
     name = "rewrite"
 
     def __init__(self, llm: LLM, max_tokens: int = 64) -> None:
         self.llm = llm
         self.max_tokens = max_tokens
+
+    def __call__(self, query: Query, candidates: list[Candidate], trace: Trace) -> list[Candidate]:
+        """Replace ``query.text`` by its rewrite."""
+        rewritten = self.rewrite(query.text, trace)
+        if rewritten != query.text:
+            query.text, query.vector = rewritten, None  # the embedding of the old text no longer applies
+        return candidates
 
     def rewrite(self, query: str, trace: Trace) -> str:
         """The rewritten query (the original one if the model returns nothing usable)."""

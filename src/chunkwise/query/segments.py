@@ -32,8 +32,9 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkwise.errors import ConfigError
-from chunkwise.retrieval.candidate import Candidate
-from chunkwise.retrieval.trace import Trace
+from chunkwise.query.candidate import Candidate
+from chunkwise.query.trace import Trace
+from chunkwise.spans import Span
 
 Floats = npt.NDArray[np.float64]
 
@@ -147,16 +148,13 @@ def best_segments(
 
 
 @dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(Span):
     """A run of consecutive chunks of one document: ``text == document.text[start:end]``.
 
     ``first``/``last`` are the ordinals of its first and last chunk; ``value`` its RSE value.
     """
 
     id: str
-    doc_id: str
-    start: int
-    end: int
     text: str
     first: int
     last: int

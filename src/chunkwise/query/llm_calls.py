@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from chunkwise.models.protocols import LLM, Message
-from chunkwise.retrieval.trace import StageReport
+from chunkwise.query.trace import StageReport
 
 _NUMBER = re.compile(r"[-+]?(?:\d+\.\d*|\.\d+|\d+)")
 

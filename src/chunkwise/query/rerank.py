@@ -7,8 +7,8 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkwise.models.protocols import Reranker
-from chunkwise.retrieval.candidate import Candidate
-from chunkwise.retrieval.trace import Trace
+from chunkwise.query.candidate import Candidate, Query
+from chunkwise.query.trace import Trace
 
 
 def to_unit_interval(scores: npt.NDArray[np.float32]) -> npt.NDArray[np.float64]:
@@ -28,12 +28,14 @@ class Rerank:
         self.reranker = reranker
         self.top_n = top_n
 
-    def __call__(self, query: str, candidates: list[Candidate], trace: Trace) -> list[Candidate]:
+    def __call__(self, query: Query, candidates: list[Candidate], trace: Trace) -> list[Candidate]:
         """Candidates sorted by reranker score; the first ``top_n`` kept when set."""
         with trace.stage(self.name, len(candidates)) as report:
             if not candidates:
                 return []
-            scores = to_unit_interval(self.reranker.score(query, [c.contextual_text for c in candidates]))
+            scores = to_unit_interval(
+                self.reranker.score(query.text, [c.contextual_text for c in candidates])
+            )
             report.calls = 1
             for cand, value in zip(candidates, scores, strict=True):
                 cand.score = float(value)
