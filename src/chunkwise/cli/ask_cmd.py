@@ -23,6 +23,7 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
+from chunkwise.cli.local_llm_notice import YesOption, confirm_query, measured
 from chunkwise.cli.terminal import json_line, plain
 from chunkwise.results import answer_body
 
@@ -36,9 +37,14 @@ def ask_command(
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
     as_json: JsonOption = False,
+    yes: YesOption = False,
 ) -> None:
     """Answer a question from a knowledge base, with citations."""
-    with open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base:
+    with (
+        open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base,
+        measured(base.models),
+    ):
+        confirm_query(base.config, question, answers=True, yes=yes)
         if as_json:
             sys.stdout.write(json_line(answer_body(base.query, question)) + "\n")
             return

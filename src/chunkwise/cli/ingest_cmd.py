@@ -26,6 +26,7 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
+from chunkwise.cli.local_llm_notice import YesOption, confirm_ingest, measured
 from chunkwise.cli.terminal import error_line, json_line, markup_literal
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.report import IngestEvent
@@ -41,11 +42,14 @@ def ingest_command(
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
     as_json: JsonOption = False,
+    yes: YesOption = False,
 ) -> None:
     """Add documents to a knowledge base (one transaction per document)."""
     console = Console(stderr=True)
     with open_kb(kb, config, preset, create=True, max_cost=max_cost, max_tokens=max_tokens) as base:
-        total = len(expand_paths(paths))
+        files = expand_paths(paths)
+        confirm_ingest(base.config, files, yes=yes)
+        total = len(files)
         with Progress(
             TextColumn("[bold]ingest"),
             BarColumn(),
@@ -65,7 +69,8 @@ def ingest_command(
                     description = f"{event.status}: {markup_literal(event.source)}"
                 progress.update(task, completed=event.done, description=description)
 
-            report = base.add(paths, on_progress=on_progress)
+            with measured(base.models):
+                report = base.add(paths, on_progress=on_progress)
         for source, reason in report.failed:
             error_line(f"{source}: {reason}")
         if as_json:

@@ -24,6 +24,7 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
+from chunkwise.cli.local_llm_notice import YesOption, confirm_query, measured
 from chunkwise.cli.terminal import json_line, plain
 from chunkwise.query.trace import Trace
 from chunkwise.results import search_body
@@ -44,9 +45,14 @@ def search_command(
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
     as_json: JsonOption = False,
+    yes: YesOption = False,
 ) -> None:
     """Search a knowledge base."""
-    with open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base:
+    with (
+        open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base,
+        measured(base.models),
+    ):
+        confirm_query(base.config, query, answers=False, yes=yes)
         if as_json:
             sys.stdout.write(json_line(search_body(base.query, query, k)) + "\n")
             return
