@@ -24,9 +24,10 @@ import numpy as np
 
 from chunkwise.chunking import Chunker, get_chunker
 from chunkwise.chunking.chunk import Chunk, contextual_text
+from chunkwise.chunking.limits import chunk_within
 from chunkwise.config import PipelineConfig
 from chunkwise.document import Document
-from chunkwise.errors import BudgetExceededError, ChunkwiseError
+from chunkwise.errors import BudgetExceededError, ChunkwiseError, failure_reason
 from chunkwise.ingest.headers import ContextualHeaders
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
@@ -114,7 +115,7 @@ class IngestPipeline:
     def prepare(self, doc: Document) -> Prepared:
         """Chunk ``doc`` and build each chunk's header (the chunk's own context, such as a table's header
         row, comes after the document header)."""
-        chunks = self.chunker.chunk(doc)
+        chunks = chunk_within(self.chunker, doc)
         context = self.headers.document_context(doc) if self.headers else None
         headers = []
         for chunk in chunks:
@@ -158,7 +159,7 @@ class _Batch:
             self.flush()  # keep the documents already prepared, then stop the whole batch
             raise
         except ChunkwiseError as exc:
-            self.fail(doc.source or doc.id, str(exc))
+            self.fail(doc.source or doc.id, failure_reason(exc))
             return
         if sum(len(p.chunks) for p in self.pending) >= self.pipeline.config.retrieval.embed_batch:
             self.flush()
@@ -233,6 +234,6 @@ def _attempt(source: str, parse: Callable[[], Document]) -> Document | Failure:
     try:
         return parse()
     except (ChunkwiseError, OSError) as exc:
-        return Failure(source, str(exc))
+        return Failure(source, failure_reason(exc))
     except Exception as exc:  # a parser bug must not end the batch; it is reported as such
         return Failure(source, f"unexpected {type(exc).__name__}: {exc}")
