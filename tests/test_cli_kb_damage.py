@@ -18,11 +18,9 @@ from contextlib import closing
 import pytest
 
 from chunkwise.store.sqlite import DB_NAME, SQLiteStore
-from tests.support.cli import run_chunkwise
+from tests.support.cli import ULIMIT_V, run_chunkwise
 from tests.support.store import DOC, fill, leave_log, overwrite, put, read_only_directory
 
-#: ``ulimit -v 4000000`` (KiB).
-ADDRESS_SPACE = 4_000_000 * 1024
 #: A guard against a hang, not a measured time: every case here answers at once.
 TIMEOUT = 120
 FRAME = 24 + 4096
@@ -50,7 +48,7 @@ def kb(built, tmp_path):
 
 def chunkwise(*args):
     """The command under the memory limit, with output captured."""
-    return run_chunkwise(*args, address_space=ADDRESS_SPACE, timeout=TIMEOUT)
+    return run_chunkwise(*args, address_space=ULIMIT_V, timeout=TIMEOUT)
 
 
 def search(kb, built, query="refunds"):

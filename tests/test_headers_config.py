@@ -74,7 +74,7 @@ def test_load_config_from_toml(tmp_path):
     assert config.segments.overrides() == {"max_length": 4}
     assert config.models.embedder == "local:int8"
     assert load_config(path, preset="fast").segments.enabled is False  # the argument wins over the file
-    assert set(PRESETS) == {"fast", "chunkrag", "dsrag"}
+    assert set(PRESETS) == {"default", "fast", "quality", "chunkrag", "dsrag"}
 
 
 @pytest.mark.parametrize(

@@ -74,11 +74,19 @@ def test_ray_ingest_equals_a_serial_ingest(pg_server, ray_cluster, inputs, tmp_p
     assert sorted(serial.added) == sorted(distributed.added)
     assert serial.chunks == distributed.chunks
     assert snapshot(serial_url) == snapshot(ray_url)
+    recorded = []
+    for url in (serial_url, ray_url):  # the actors embed with the driver's embedder, version included
+        with open_store(url, read_only=True) as store:
+            recorded.append([store.meta(key) for key in ("embedder", "dim", "embedder_version")])
+    assert recorded[0] == recorded[1]
+    assert recorded[0][2], "the default embedder's package version is recorded"
     one, other = stored_chunks(pg_server, serial_url), stored_chunks(pg_server, ray_url)
     assert one.keys() == other.keys()
     for chunk_id, (text, header, vector) in one.items():
         assert (text, header) == other[chunk_id][:2]
-        assert float(vector @ other[chunk_id][2]) >= 1 - 1e-5
+        # the actors batch other texts together; INT8 dynamic quantisation scales activations per
+        # batch, so a vector moves slightly with its batch, its direction does not
+        assert float(vector @ other[chunk_id][2]) > 0.99
     with KnowledgeBase(ray_url, config) as kb:  # unchanged files are skipped on the cluster too
         again = kb.add([inputs], ray="auto")
     assert sorted(again.skipped) == sorted(serial.added)

@@ -71,7 +71,7 @@ def test_search_hits_are_exact_spans_with_headers_apart(built, embedder, docs):
         assert texts[hit.doc_id][hit.start : hit.end] == hit.text
         assert hit.header.startswith("Document: ")
         assert not hit.text.startswith("Document: ")
-    assert hits[0].trace.names() == ["bm25", "dense", "fusion", "redundancy"]
+    assert hits[0].trace.names() == ["bm25", "dense", "fusion"]
     assert "Section: CloudWay 24 Baggage Allowance Policy" in hits[0].header
 
 
@@ -98,15 +98,18 @@ def test_unchanged_skipped_changed_replaced_deleted(tmp_path, embedder, docs):
 @pytest.mark.parametrize(
     ("sections", "stages"),
     [
-        ({"retrieval": {"dense": False}}, ["bm25", "fusion", "redundancy"]),
-        ({"retrieval": {"bm25": False}}, ["dense", "fusion", "redundancy"]),
-        ({"retrieval": {"fusion": "rrf"}, "redundancy": {"enabled": False}}, ["bm25", "dense", "fusion"]),
-        ({"rewrite": {"enabled": True}}, ["rewrite", "bm25", "dense", "fusion", "redundancy"]),
+        ({"retrieval": {"dense": False}}, ["bm25", "fusion"]),
+        ({"retrieval": {"bm25": False}}, ["dense", "fusion"]),
+        (
+            {"retrieval": {"fusion": "rrf"}, "redundancy": {"enabled": True}},
+            ["bm25", "dense", "fusion", "redundancy"],
+        ),
+        ({"rewrite": {"enabled": True}}, ["rewrite", "bm25", "dense", "fusion"]),
         (
             {"relevance": {"enabled": True, "max_candidates": 6}},
-            ["bm25", "dense", "fusion", "redundancy", "relevance"],
+            ["bm25", "dense", "fusion", "relevance"],
         ),
-        ({"rerank": {"enabled": True, "top_n": 3}}, ["bm25", "dense", "fusion", "redundancy", "rerank"]),
+        ({"rerank": {"enabled": True, "top_n": 3}}, ["bm25", "dense", "fusion", "rerank"]),
     ],
 )
 def test_each_stage_switches(built, embedder, sections, stages):

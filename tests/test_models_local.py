@@ -35,7 +35,7 @@ def unconfigured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ModelsConfi
 def test_default_embedder_needs_no_configuration(unconfigured: ModelsConfig) -> None:
     embedder = Models(unconfigured).embedder()
     assert isinstance(embedder, Embedder)
-    assert embedder.name.startswith("local:all-MiniLM-L6-v2")
+    assert embedder.name == "local:bge-small-en-v1.5-int8"
     vectors = embedder.embed(
         ["A cat sat on the mat.", "A kitten rested on the rug.", "Bond yields rose sharply."]
     )

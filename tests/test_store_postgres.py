@@ -19,6 +19,7 @@ import numpy as np
 import pytest
 
 from chunkwise.errors import (
+    ConfigError,
     SchemaVersionError,
     StoreAuthError,
     StoreError,
@@ -154,7 +155,6 @@ WRITER = textwrap.dedent(
     import sys
     from chunkwise.kb import KnowledgeBase
     from chunkwise.models import Models
-from chunkwise.server import create_app
     from tests.support.fakes import HashEmbedder
 
     with KnowledgeBase(sys.argv[1], models=Models(embedder=HashEmbedder())) as kb:
@@ -247,6 +247,50 @@ def test_schema_versions_missing_and_read_only_store(pg_url, pg_server):
         conn.execute(f"UPDATE \"{parse(pg_url).schema}\".meta SET value = '99' WHERE key = 'schema_version'")
     with pytest.raises(SchemaVersionError, match="schema 99 is newer than the supported 1"):
         open_store(pg_url)
+
+
+def test_embedder_name_dimension_and_version_are_recorded_and_checked(pg_url, pg_server):
+    """As in SQLite: ingest records the embedder, a search only checks it (on a read-only store too), and
+    another name, dimension or recorded version is refused; a store recorded without a version is
+    checked by name and dimension."""
+    with open_store(pg_url) as store:
+        store.check_embedder("local:a", 8, "pkg==1.0", record=False)
+        assert store.meta("embedder") is None  # a search records nothing
+        assert store.dense(np.ones(8, dtype=np.float32), 3) == []  # and creates no vector table
+        store.check_embedder("local:a", 8, "pkg==1.0")
+        assert (store.meta("embedder"), store.meta("dim"), store.meta("embedder_version")) == (
+            "local:a",
+            "8",
+            "pkg==1.0",
+        )
+        store.check_embedder("local:a", 8, "pkg==1.0", record=False)
+        for name, dim, version in (
+            ("local:b", 8, "pkg==1.0"),
+            ("local:a", 16, "pkg==1.0"),
+            ("local:a", 8, ""),
+        ):
+            with pytest.raises(ConfigError, match=r"built with embedder 'local:a' \(8-d, pkg==1.0\)"):
+                store.check_embedder(name, dim, version, record=False)
+    with open_store(pg_url, read_only=True) as store:  # a search on a read-only store checks
+        store.check_embedder("local:a", 8, "pkg==1.0", record=False)
+        with pytest.raises(ConfigError, match="built with embedder"):
+            store.check_embedder("local:b", 8, "pkg==1.0", record=False)
+    with pg_server.admin() as conn:
+        conn.execute(f"DELETE FROM \"{parse(pg_url).schema}\".meta WHERE key = 'embedder_version'")
+    with open_store(pg_url, read_only=True) as store:
+        store.check_embedder("local:a", 8, "pkg==2.0", record=False)
+        with pytest.raises(ConfigError, match=r"built with embedder 'local:a' \(8-d\)"):
+            store.check_embedder("local:a", 16, "pkg==2.0", record=False)
+
+
+def test_a_read_only_store_without_an_embedder_is_searched_not_recorded(pg_url):
+    """A search of a store that holds no vectors yet passes; an ingest into it is refused."""
+    open_store(pg_url).close()
+    with open_store(pg_url, read_only=True) as store:
+        store.check_embedder("local:a", 8, "pkg==1.0", record=False)
+        with pytest.raises(StoreError, match="opened read-only"):
+            store.check_embedder("local:a", 8, "pkg==1.0")
+        assert store.meta("embedder") is None
 
 
 def test_check_finds_and_repair_rebuilds_derived_rows(pg_url, pg_server):

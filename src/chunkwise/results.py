@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from chunkwise.chunking import Chunk, Chunker
+from chunkwise.chunking.limits import MAX_CHUNKS, check_chunk_count, check_chunk_floor
 from chunkwise.chunking.llm_common import LLMChunker
 from chunkwise.chunking.llm_report import ChunkingRun
 from chunkwise.chunking.logprob_curve import BoundaryCurve
@@ -103,12 +104,17 @@ class ChunkResult:
         return body
 
 
-def chunk_result(doc: Document, chunker: Chunker, params: Mapping[str, Any], models: Models) -> ChunkResult:
+def chunk_result(
+    doc: Document, chunker: Chunker, params: Mapping[str, Any], models: Models, max_chunks: int = MAX_CHUNKS
+) -> ChunkResult:
     """Chunk ``doc`` with ``chunker`` (built with ``params`` on ``models``), keeping the run report of an
-    LLM-driven chunker and the accounting of the calls made after this call began."""
+    LLM-driven chunker and the accounting of the calls made after this call began; a document that
+    becomes more than ``max_chunks`` chunks is refused (:mod:`chunkwise.chunking.limits`)."""
     mark = models.mark()
+    check_chunk_floor(chunker, doc, max_chunks)
     run = chunker.run(doc) if isinstance(chunker, LLMChunker) else None
     chunks = run.chunks if run is not None else chunker.chunk(doc)
+    check_chunk_count(doc, chunks, max_chunks)
     described = chunker.describe() if hasattr(chunker, "describe") else {"params": dict(params)}
     return ChunkResult(doc, chunker, described["params"], chunks, run, models.accounting(mark))
 

@@ -79,7 +79,7 @@ def test_upload_becomes_a_job_then_a_document_that_can_be_deleted(
     job = wait_job(client, response.json()["id"])
     assert job["status"] == "done"
     assert job["result"]["added"] == ["Careers at CloudWay 24.pdf"]
-    assert job["result"]["failed"] == [{"source": "empty.md", "error": "empty.md: file is empty"}]
+    assert job["result"]["failed"] == [{"source": "empty.md", "error": "file is empty"}]
     assert [e["status"] for e in job["events"]] == ["failed", "added"]  # failures are told at once
     assert (job["done"], job["total"]) == (2, 2)
     assert job["result"]["accounting"]["by_role"]["embedder"]["calls"] >= 1

@@ -7,6 +7,11 @@ import resource
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
+
+#: ``ulimit -v 4000000`` (KiB): the address space the hardening tests give the command, so that runaway
+#: memory fails the command instead of waking the machine's out-of-memory killer.
+ULIMIT_V = 4_000_000 * 1024
 
 
 def run_chunkwise(
@@ -43,3 +48,8 @@ def run_chunkwise(
 
 def _limit_memory(size: int) -> None:
     resource.setrlimit(resource.RLIMIT_AS, (size, size))
+
+
+def run_bounded(*args: str, **options: Any) -> subprocess.CompletedProcess[str]:
+    """:func:`run_chunkwise` under ``ulimit -v 4000000`` (:data:`ULIMIT_V`)."""
+    return run_chunkwise(*args, address_space=ULIMIT_V, **options)

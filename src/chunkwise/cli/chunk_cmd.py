@@ -8,20 +8,25 @@ seconds, in total, per stage and per role: what ``search`` and ``ask`` report to
 chunkers add ``llm_report``: per window the outcome (``valid``, ``valid_after_reprompt``, ``repaired``,
 ``fallback``) and the problems found in the model's answers; ``logprob`` adds ``curve``, its boundary
 score curve. The body is built by :func:`chunkwise.results.chunk_result`, which the server's
-``POST /v1/chunk`` returns too. Without ``--json``, a table with the totals.
+``POST /v1/chunk`` returns too. Without ``--json``, a table with the totals. ``--max-bytes`` and
+``--max-chars`` bound the parse and ``--max-chunks`` the chunks of the document
+(:mod:`chunkwise.chunking.limits`).
 """
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
 from chunkwise.chunking import CHUNKERS, get_chunker
+from chunkwise.chunking.limits import MAX_CHUNKS
+from chunkwise.cli.parse_cmd import DEFAULT_LIMITS, MaxBytesOption, MaxCharsOption
+from chunkwise.cli.terminal import json_line, plain
 from chunkwise.errors import ConfigError
 from chunkwise.models.context import Models
+from chunkwise.parsing import ParseLimits
 from chunkwise.results import chunk_result
 
 
@@ -71,6 +76,11 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--scores", help="logprob: write the boundary score curve (.json, else CSV)."),
         ] = None,
+        max_bytes: MaxBytesOption = DEFAULT_LIMITS.max_bytes,
+        max_chars: MaxCharsOption = DEFAULT_LIMITS.max_chars,
+        max_chunks: Annotated[
+            int, typer.Option("--max-chunks", help="Refuse a document that becomes more chunks.", min=1)
+        ] = MAX_CHUNKS,
     ) -> None:
         """Chunk FILE and print the chunks with their offsets."""
         from chunkwise.parsing import parse_file
@@ -89,15 +99,15 @@ def register(app: typer.Typer) -> None:
             built = get_chunker(chunker, models=models, **params)
         except ConfigError as exc:
             raise ConfigError(f"{file}: {exc}") from exc
-        doc = parse_file(file)
-        result = chunk_result(doc, built, params, models)
+        doc = parse_file(file, limits=ParseLimits(max_bytes=max_bytes, max_chars=max_chars))
+        result = chunk_result(doc, built, params, models, max_chunks)
         if scores is not None:
             if result.curve is None:
                 raise ConfigError(f"{file}: --scores needs --chunker logprob")
             result.curve.write(scores)
         report = result.to_dict()
         if as_json:
-            typer.echo(json.dumps(report, ensure_ascii=False))
+            typer.echo(json_line(report))
             return
         _print_table(report)
 
@@ -107,7 +117,7 @@ def _print_table(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{report['doc_id']} · {report['chunker']}")
+    table = Table(title=plain(f"{report['doc_id']} · {report['chunker']}"))
     for column in ("#", "start", "end", "size", "section", "text"):
         table.add_column(column, overflow="fold")
     for i, row in enumerate(report["chunks"]):
@@ -117,8 +127,8 @@ def _print_table(report: dict[str, Any]) -> None:
             str(row["start"]),
             str(row["end"]),
             str(row["tokens"]),
-            " > ".join(row["section"]),
-            preview if len(preview) <= 80 else preview[:77] + "...",
+            plain(" > ".join(row["section"])),
+            plain(preview if len(preview) <= 80 else preview[:77] + "..."),
         )
     console = Console()
     console.print(table)

@@ -10,7 +10,6 @@ failed, chunks, seconds, embed_seconds) and accounting totals.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -28,6 +27,8 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
+from chunkwise.cli.local_llm_notice import YesOption, confirm_ingest, measured
+from chunkwise.cli.terminal import error_line, json_line, markup_literal
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.report import IngestEvent
 from chunkwise.results import ingest_body
@@ -51,11 +52,14 @@ def ingest_command(
             "new local one) or its address; parse and chunk in tasks, embed in an actor pool.",
         ),
     ] = None,
+    yes: YesOption = False,
 ) -> None:
     """Add documents to a knowledge base (one transaction per document)."""
     console = Console(stderr=True)
     with open_kb(kb, config, preset, create=True, max_cost=max_cost, max_tokens=max_tokens) as base:
-        total = len(expand_paths(paths))
+        files = expand_paths(paths)
+        confirm_ingest(base.config, files, yes=yes)
+        total = len(files)
         with Progress(
             TextColumn("[bold]ingest"),
             BarColumn(),
@@ -69,17 +73,18 @@ def ingest_command(
 
             def on_progress(event: IngestEvent) -> None:
                 if event.status == "embedding":  # inside a long document
-                    description = f"embedding {event.source}: {event.embedded}/{event.chunks} chunks"
+                    name = markup_literal(event.source)
+                    description = f"embedding {name}: {event.embedded}/{event.chunks} chunks"
                 else:
-                    description = f"{event.status}: {event.source}"
+                    description = f"{event.status}: {markup_literal(event.source)}"
                 progress.update(task, completed=event.done, description=description)
 
-            report = base.add(paths, on_progress=on_progress, ray=ray)
+            with measured(base.models):
+                report = base.add(paths, on_progress=on_progress, ray=ray)
         for source, reason in report.failed:
-            sys.stderr.write(f"error: {source}: {reason}\n")
+            error_line(f"{source}: {reason}")
         if as_json:
-            body = ingest_body(report, base.models, base.store)
-            sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_line(ingest_body(report, base.models, base.store)) + "\n")
         else:
             counts = base.store.counts()
             Console().print(

@@ -24,13 +24,13 @@ read, so the way out is to start over (or to start the server). ``--json`` print
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated
 
 import typer
 
 from chunkwise.cli.kb_options import RequiredKbOption
+from chunkwise.cli.terminal import json_line, printable
 from chunkwise.config import load_config
 from chunkwise.errors import ConfigError, StoreError
 from chunkwise.kb import store_settings, stored_config
@@ -83,9 +83,9 @@ def _summary(store: Store) -> str:
 def _print(body: dict[str, list[str]], lines: list[str], as_json: bool) -> None:
     """``body`` as JSON, or ``lines`` one a line."""
     if as_json:
-        sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_line(body) + "\n")
     else:
-        sys.stdout.write("".join(f"{line}\n" for line in lines))
+        sys.stdout.write("".join(f"{printable(line)}\n" for line in lines))
 
 
 def register(app: typer.Typer) -> None:

@@ -32,7 +32,9 @@ KbOption = Annotated[
 #: ``--kb`` where it must be given (``kb check``, ``kb repair``).
 RequiredKbOption = Annotated[str, typer.Option("--kb", help=f"{KB_HELP}.")]
 ConfigOption = Annotated[Path | None, typer.Option("--config", help="Pipeline configuration (TOML).")]
-PresetOption = Annotated[str | None, typer.Option("--preset", help="Named preset: fast, chunkrag, dsrag.")]
+PresetOption = Annotated[
+    str | None, typer.Option("--preset", help="Named preset: default, fast, quality, chunkrag, dsrag.")
+]
 MaxCostOption = Annotated[
     float | None,
     typer.Option("--max-cost", min=0, help="Stop before a model call would push the run past this cost ($)."),

@@ -2,15 +2,16 @@
 
 Each sub-command lives in its own module exposing ``register(app)``; this module wires them together and
 turns library errors into a one-line ``error: <file>: <reason>`` with exit status 2, never a traceback.
+Everything printed from a file name or a document goes through :mod:`chunkwise.cli.terminal`.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
 
 import typer
 
+from chunkwise.cli.terminal import error_line
 from chunkwise.errors import ChunkwiseError
 
 #: Modules that add commands to the app, in help order.
@@ -51,5 +52,5 @@ def run() -> None:
     try:
         app()
     except ChunkwiseError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        error_line(str(exc))
         raise SystemExit(2) from None

@@ -8,7 +8,6 @@ built by :func:`chunkwise.results.search_body` (what the server's ``POST /v1/sea
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated
 
@@ -25,6 +24,8 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
+from chunkwise.cli.local_llm_notice import YesOption, confirm_query, measured
+from chunkwise.cli.terminal import json_line, plain
 from chunkwise.query.trace import Trace
 from chunkwise.results import search_body
 
@@ -44,18 +45,24 @@ def search_command(
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
     as_json: JsonOption = False,
+    yes: YesOption = False,
 ) -> None:
     """Search a knowledge base."""
-    with open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base:
+    with (
+        open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base,
+        measured(base.models),
+    ):
+        confirm_query(base.config, query, answers=False, yes=yes)
         if as_json:
-            body = search_body(base.query, query, k)
-            sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_line(search_body(base.query, query, k)) + "\n")
             return
         trace = Trace()
         hits = base.search(query, k=k, trace=trace)
     console = Console()
     preview_chars = max(console.width - PREVIEW_RESERVED, 20)
-    table = Table(title=f"{query}  ({', '.join(trace.names())}; {trace.totals()['seconds'] * 1000:.0f} ms)")
+    table = Table(
+        title=plain(f"{query}  ({', '.join(trace.names())}; {trace.totals()['seconds'] * 1000:.0f} ms)")
+    )
     for column in ("#", "score", "document", "span", "text"):
         table.add_column(
             column, no_wrap=True, overflow="ellipsis", max_width=None if column == "text" else 30
@@ -65,7 +72,9 @@ def search_command(
         if len(preview) > preview_chars:
             preview = preview[: preview_chars - 1] + "…"
         document = hit.doc_id if len(hit.doc_id) <= DOC_CHARS else "…" + hit.doc_id[-DOC_CHARS + 1 :]
-        table.add_row(str(rank), f"{hit.score:.3f}", document, f"{hit.start}-{hit.end}", preview)
+        table.add_row(
+            str(rank), f"{hit.score:.3f}", plain(document), f"{hit.start}-{hit.end}", plain(preview)
+        )
     console.print(table)
 
 

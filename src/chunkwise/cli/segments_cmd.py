@@ -9,7 +9,6 @@ table (rank, value, document, offsets, text preview). With ``--json``, one objec
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated
 
@@ -26,6 +25,7 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
+from chunkwise.cli.terminal import json_line, plain
 from chunkwise.results import segments_body
 
 #: Characters of a segment's text shown in the table.
@@ -49,9 +49,9 @@ def segments_command(
     with open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base:
         body = segments_body(base.query, query, rse)
     if as_json:
-        sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
+        sys.stdout.write(json_line(body) + "\n")
         return
-    table = Table(title=query)
+    table = Table(title=plain(query))
     for column in ("#", "value", "document", "span", "text"):
         table.add_column(column, overflow="fold")
     for rank, segment in enumerate(body["segments"], 1):
@@ -59,9 +59,9 @@ def segments_command(
         table.add_row(
             str(rank),
             f"{segment['value']:.3f}",
-            segment["doc_id"],
+            plain(segment["doc_id"]),
             f"{segment['start']}-{segment['end']}",
-            preview if len(preview) <= PREVIEW_CHARS else preview[: PREVIEW_CHARS - 1] + "…",
+            plain(preview if len(preview) <= PREVIEW_CHARS else preview[: PREVIEW_CHARS - 1] + "…"),
         )
     Console().print(table)
 

@@ -34,7 +34,7 @@ from chunkwise.evaluation.scoring import check_gold, score_config
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models.accounting import CallRecord
 from chunkwise.models.context import Models
-from chunkwise.models.protocols import Embedder, Vectors
+from chunkwise.models.protocols import Embedder, Vectors, embed_queries
 from chunkwise.query.trace import Trace
 
 #: The stage of a model call recorded without one of its own, by (phase, role); else the role names it.
@@ -62,7 +62,8 @@ ProgressFn = Callable[[EvalProgress], None]
 
 
 def default_metrics(dataset: Dataset, k: int = 5) -> tuple[str, ...]:
-    """Span and document metrics at ``k`` for a span data set; document metrics only otherwise."""
+    """Span and document metrics at ``k`` for a span data set, with recall at 400- and 1000-token context
+    budgets (:mod:`~chunkwise.evaluation.metrics.budget`); document metrics only otherwise."""
     documents = (f"doc_recall@{k}", f"doc_precision@{k}", f"mrr@{k}", f"ndcg@{k}")
     if not dataset.has_spans:
         return documents
@@ -71,6 +72,8 @@ def default_metrics(dataset: Dataset, k: int = 5) -> tuple[str, ...]:
         f"precision@{k}",
         f"iou@{k}",
         "precision_omega",
+        "recall@400t",
+        "recall@1000t",
         f"char_recall@{k}",
         f"char_precision@{k}",
     )
@@ -192,13 +195,14 @@ def _query_vectors(
 
     The pipeline embeds one query per search; a single-text forward pass costs several times the
     per-text share of a batch, so an evaluation of hundreds of queries would spend most of its time
-    there. The batch's time is reported under the ``dense`` stage, so the report's total stays honest.
-    A stage that rewrites a query embeds the rewrite itself.
+    there. They are embedded on the query side, as the ``retrieve`` stage does
+    (:func:`~chunkwise.models.protocols.embed_queries`). The batch's time is reported under the ``dense``
+    stage, so the report's total stays honest. A stage that rewrites a query embeds the rewrite itself.
     """
     if not config.retrieval.dense or not queries:
         return None
     began = time.perf_counter()
-    vectors = embedder.embed(queries)
+    vectors = embed_queries(embedder, queries)
     costs.add(StageCost("dense", seconds=time.perf_counter() - began))
     return vectors
 

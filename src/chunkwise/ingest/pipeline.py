@@ -24,14 +24,15 @@ import numpy as np
 
 from chunkwise.chunking import Chunker, get_chunker
 from chunkwise.chunking.chunk import Chunk, contextual_text
+from chunkwise.chunking.limits import chunk_within
 from chunkwise.config import PipelineConfig
 from chunkwise.document import Document
-from chunkwise.errors import BudgetExceededError, ChunkwiseError
+from chunkwise.errors import BudgetExceededError, ChunkwiseError, failure_reason
 from chunkwise.ingest.headers import ContextualHeaders
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
 from chunkwise.models.context import Models
-from chunkwise.models.protocols import Vectors
+from chunkwise.models.protocols import Vectors, embedder_version
 from chunkwise.store.protocol import Store
 
 
@@ -112,10 +113,10 @@ class IngestPipeline:
         return batch.report
 
     def begin(self) -> str:
-        """Load the embedder, record it in the store (refusing another one) and return the ingest
-        fingerprint of this run's configuration with it."""
+        """Load the embedder, record it (name, dimension, version) in the store, refusing another one,
+        and return the ingest fingerprint of this run's configuration with it."""
         embedder = self.models.embedder()
-        self.store.check_embedder(embedder.name, embedder.dim)
+        self.store.check_embedder(embedder.name, embedder.dim, embedder_version(embedder))
         return self.config.ingest_fingerprint(embedder.name)
 
     def unchanged(self, doc: Document, fingerprint: str) -> bool:
@@ -131,7 +132,7 @@ class IngestPipeline:
     def prepare(self, doc: Document) -> Prepared:
         """Chunk ``doc`` and build each chunk's header (the chunk's own context, such as a table's header
         row, comes after the document header)."""
-        chunks = self.chunker.chunk(doc)
+        chunks = chunk_within(self.chunker, doc)
         context = self.headers.document_context(doc) if self.headers else None
         headers = []
         for chunk in chunks:
@@ -174,7 +175,7 @@ class _Batch:
             self.flush()  # keep the documents already prepared, then stop the whole batch
             raise
         except ChunkwiseError as exc:
-            self.fail(doc.source or doc.id, str(exc))
+            self.fail(doc.source or doc.id, failure_reason(exc))
             return
         if sum(len(p.chunks) for p in self.pending) >= self.pipeline.config.retrieval.embed_batch:
             self.flush()
@@ -251,6 +252,6 @@ def _attempt(source: str, parse: Callable[[], Document]) -> Document | Failure:
     try:
         return parse()
     except (ChunkwiseError, OSError) as exc:
-        return Failure(source, str(exc))
+        return Failure(source, failure_reason(exc))
     except Exception as exc:  # a parser bug must not end the batch; it is reported as such
         return Failure(source, f"unexpected {type(exc).__name__}: {exc}")

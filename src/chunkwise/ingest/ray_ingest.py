@@ -13,12 +13,14 @@ The file list becomes a Ray dataset, one file per row, and flows through the ing
    :meth:`~chunkwise.store.protocol.Store.put` decides ``added``/``replaced``/``skipped`` inside the
    transaction, so a retried batch never stores a document twice.
 
-The result equals a serial ingest: the same documents, chunk ids, texts and headers, and vectors equal to
-within float rounding (model batches differ). A file that cannot be parsed or chunked is reported as a
-serial ingest reports it. Ray retries the tasks and restarts the actors of a worker that dies; documents
-committed before stay committed, and a re-run stores the rest. Each worker process keeps its own model
-ledger and budget: ``--max-cost`` bounds each worker, not the cluster, and a spent budget fails the
-documents it stops rather than the whole run.
+The result equals a serial ingest: the same documents, chunk ids, texts and headers, and the same
+embedder (name, dimension and package version, checked by every actor against the one recorded); the
+vectors differ only as model batches make them differ (float rounding, and the default INT8 embedder's
+activation scales, set per batch: a cosine above 0.99 to the serial vectors). A file that cannot be
+parsed or chunked is reported as a serial ingest reports it. Ray retries the tasks and restarts the
+actors of a worker that dies; documents committed before stay committed, and a re-run stores the rest.
+Each worker process keeps its own model ledger and budget: ``--max-cost`` bounds each worker, not the
+cluster, and a spent budget fails the documents it stops rather than the whole run.
 
 The driver loads the embedder once to record it in the store and fingerprint the settings (as a serial
 ingest does), then reads the results as they arrive, for the progress bar and the report. Imported only
@@ -41,7 +43,7 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from chunkwise.config import PipelineConfig
-from chunkwise.errors import ChunkwiseError, ClusterError
+from chunkwise.errors import ChunkwiseError, ClusterError, failure_reason
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.pipeline import Failure, IngestPipeline, Prepared, chunk_texts, parse_one
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
@@ -133,20 +135,24 @@ def prepare_row(row: dict[str, Any], job: Job) -> dict[str, Any]:
         try:
             outcome = Outcome(item.id, "prepared", prepared=pipeline.prepare(item))
         except ChunkwiseError as exc:
-            outcome = Outcome(item.source or item.id, "failed", str(exc))
+            outcome = Outcome(item.source or item.id, "failed", failure_reason(exc))
     return {"outcome": pickle.dumps(outcome)}
 
 
 class Embed:
-    """Actor: embeds the prepared documents of a batch (their chunks sorted by length) and, for a server
-    store, stores each in its transaction."""
+    """Actor: embeds the prepared documents of a batch (their chunks sorted by length, as passages:
+    ``embed``, never the query side) and, for a server store, stores each in its transaction. On start
+    it checks its embedder against the one the driver recorded (name, dimension and package version):
+    a worker with another release of the model's package would write vectors that cannot be compared."""
 
     def __init__(self, job: Job) -> None:
         self.job = job
         self.pipeline = _pipeline(job)
+        self.pipeline.begin()  # the driver recorded the embedder: this only checks it (ConfigError)
         self.embedder = self.pipeline.models.embedder()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[bytes]]:
+        """The batch's outcomes, each prepared document embedded (and, for a server store, stored)."""
         outcomes: list[Outcome] = [pickle.loads(blob) for blob in batch["outcome"]]
         ready = [o for o in outcomes if o.prepared is not None]
         texts = chunk_texts([o.prepared for o in ready if o.prepared is not None])

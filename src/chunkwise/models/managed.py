@@ -28,6 +28,7 @@ from chunkwise.models.protocols import (
     LLM,
     Embedder,
     Message,
+    QueryEmbedder,
     ReportsUsage,
     Reranker,
     TokenLogprobs,
@@ -154,8 +155,19 @@ class ManagedEmbedder(Managed):
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Vectors for ``texts``: cached rows are reused, the rest embedded in one backend call."""
+        return self._embed(texts, self.name, self._inner.embed)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """Query vectors, cached apart from passage vectors when the backend embeds queries differently
+        (see :class:`~chunkwise.models.protocols.QueryEmbedder`); else the same as :meth:`embed`."""
+        if not isinstance(self._inner, QueryEmbedder):
+            return self.embed(texts)
+        return self._embed(texts, f"{self.name}#query", self._inner.embed_queries)
+
+    def _embed(self, texts: Sequence[str], key: str, backend: Callable[[Sequence[str]], Vectors]) -> Vectors:
+        """Rows cached under model key ``key`` are reused, the rest go to ``backend`` in one call."""
         texts = list(texts)
-        hits = self.cache.get_vectors(self.name, texts) if self.cache else {}
+        hits = self.cache.get_vectors(key, texts) if self.cache else {}
         if hits:
             cached_tokens = sum(tokens for _, tokens in hits.values())
             self._record("embed", "", Usage(0), 0.0, cached=True, cached_tokens=cached_tokens)
@@ -164,11 +176,11 @@ class ManagedEmbedder(Managed):
         vectors: Vectors | None = None
         if fresh:
             counts = [self._count(t) for t in fresh]
-            vectors, usage = self._call("embed", "", sum(counts), lambda: self._inner.embed(fresh))
+            vectors, usage = self._call("embed", "", sum(counts), lambda: backend(fresh))
             if not hasattr(self._inner, "count_tokens"):
                 counts = _apportion(usage.input_tokens, fresh)
             if self.cache:
-                self.cache.put_vectors(self.name, fresh, np.asarray(vectors, np.float32), counts)
+                self.cache.put_vectors(key, fresh, np.asarray(vectors, np.float32), counts)
         if vectors is not None:
             dim = int(vectors.shape[1])
         elif hits:

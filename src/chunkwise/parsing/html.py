@@ -389,8 +389,12 @@ def parse_html(markup: str, source: str, limits: ParseLimits | None = None) -> D
 
 
 def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
-    """Decode an HTML file (BOM, UTF-8, ``<meta charset>``, detection) and parse it."""
+    """Decode an HTML file (BOM, UTF-8, ``<meta charset>``, detection) and parse it.
+
+    Markup longer than ``limits.max_chars`` is refused before it is parsed.
+    """
     declared = _META_CHARSET.search(data[:4096])
     decoded = decode_bytes(data, source, declared.group(1).decode("ascii") if declared else None)
+    limits.check_chars(len(decoded.text), source)
     doc = parse_html(decoded.text, source, limits)
     return dataclasses.replace(doc, metadata={**doc.metadata, "encoding": decoded.encoding})

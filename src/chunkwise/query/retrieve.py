@@ -10,6 +10,10 @@ estimates for budgets, at four characters a token; the cut falls at a word): an 
 hundred tokens at most anyway, a remote one refuses more than its limit, and FTS5's query time grows with
 the number of distinct terms (a 200,000-word query took 25 s). A cut query is noted in each retriever's
 trace report as ``truncated: "kept/total"`` (tokens).
+
+The query is embedded on the query side (:func:`~chunkwise.models.protocols.embed_queries`: bge-small's
+instruction, e5's ``"query: "``), unless the caller gave its vector; before every dense search the store
+checks that its vectors come from this embedder (name, dimension and version), and refuses otherwise.
 """
 
 from __future__ import annotations
@@ -18,7 +22,7 @@ import time
 
 from chunkwise.errors import ConfigError
 from chunkwise.models.managed import CHARS_PER_TOKEN, estimate_tokens
-from chunkwise.models.protocols import Embedder
+from chunkwise.models.protocols import Embedder, embed_queries, embedder_version
 from chunkwise.query.candidate import Candidate, Query
 from chunkwise.query.trace import Trace
 from chunkwise.store.protocol import Store
@@ -59,12 +63,14 @@ class Retrieve:
                     found.setdefault(key, {})["bm25"] = score
                 report.outputs = len(hits)
         if self.embedder is not None:
+            embedder = self.embedder
+            self.store.check_embedder(embedder.name, embedder.dim, embedder_version(embedder), record=False)
             with trace.stage("dense") as report:
                 if query.vector is None:
                     if truncated:
                         report.notes["truncated"] = truncated
                     began = time.perf_counter()
-                    query.vector = self.embedder.embed([text])[0]
+                    query.vector = embed_queries(embedder, [text])[0]
                     report.notes["embed_seconds"] = time.perf_counter() - began
                 report.notes["index"] = self.store.dense_method()
                 hits = self.store.dense(query.vector, self.candidates)

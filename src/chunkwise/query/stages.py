@@ -75,7 +75,9 @@ def _relevance(ctx: StageContext) -> Stage | None:
 
 def _rerank(ctx: StageContext) -> Stage | None:
     cfg = ctx.config.rerank
-    return Rerank(ctx.models.reranker(), cfg.top_n or None) if cfg.enabled else None
+    if not cfg.enabled:
+        return None
+    return Rerank(ctx.models.reranker(), cfg.top_n or None, cfg.depth or None)
 
 
 #: Stage name -> builder, in pipeline order.

@@ -38,7 +38,6 @@ import numpy as np
 from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.document import Document, Unit, UnitKind
 from chunkwise.errors import (
-    ConfigError,
     StoreAuthError,
     StoreError,
     StoreExtensionError,
@@ -46,7 +45,13 @@ from chunkwise.errors import (
 )
 from chunkwise.models.protocols import Vectors
 from chunkwise.store import pgurl
-from chunkwise.store.protocol import DocumentInfo, Status, StoredChunk, StoreSettings
+from chunkwise.store.protocol import (
+    DocumentInfo,
+    Status,
+    StoredChunk,
+    StoreSettings,
+    check_recorded_embedder,
+)
 from chunkwise.store.schema import upgrade
 from chunkwise.terms import K1, B, index_terms, search_terms
 
@@ -315,17 +320,21 @@ class PostgresStore:
             (key, value),
         )
 
-    def check_embedder(self, name: str, dim: int) -> None:
-        """Record the embedder on first use and create the ``vector(dim)`` table with its HNSW index;
-        :class:`ConfigError` if another embedder built the stored vectors."""
-        stored = self.meta("embedder")
-        if stored is None:
+    def check_embedder(self, name: str, dim: int, version: str = "", *, record: bool = True) -> None:
+        """:class:`~chunkwise.errors.ConfigError` if vectors of another embedder (name, dimension or
+        package version) fill this store. A store without an embedder records this one when ``record``
+        (ingest), creating the ``vector(dim)`` table with its HNSW index under the setup lock, so that
+        concurrent writers agree on one; a search (``record=False``) only checks and never writes, so it
+        works on a read-only store. Stores written before versions were recorded are checked by name and
+        dimension."""
+        with self._conn() as conn:
+            recorded = self._recorded_embedder(conn)
+        if recorded is None and record:
             self._writable()
             with self._conn() as conn, conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SETUP_LOCK,))
-                row = conn.execute(f"SELECT value FROM {self._s}.meta WHERE key = 'embedder'").fetchone()
-                stored = row[0] if row else None
-                if stored is None:
+                recorded = self._recorded_embedder(conn)
+                if recorded is None:
                     cfg = self._settings
                     ddl = _VECTORS.format(
                         s=self._s, dim=int(dim), m=cfg.hnsw_m, ef_construction=cfg.hnsw_ef_construction
@@ -334,14 +343,27 @@ class PostgresStore:
                         if statement.strip():
                             conn.execute(statement)
                     conn.execute(
-                        f"INSERT INTO {self._s}.meta VALUES ('embedder', %s), ('dim', %s)", (name, str(dim))
+                        f"INSERT INTO {self._s}.meta VALUES ('embedder', %s), ('dim', %s),"
+                        " ('embedder_version', %s)",
+                        (name, str(dim), version),
                     )
-                    stored = name
+                    recorded = (name, str(dim), version)
+        if recorded is None:
+            return
         self._vectors = True
-        if stored != name:
-            raise ConfigError(
-                f"{self.location}: built with embedder {stored!r}, not {name!r}; use a new schema"
-            )
+        check_recorded_embedder(self.location, recorded, (name, dim, version), "schema")
+
+    def _recorded_embedder(self, conn: Any) -> tuple[str, str, str] | None:
+        """The recorded embedder's name, dimension and version (``""`` when not recorded), read on
+        ``conn``; ``None`` when no embedder is recorded."""
+        rows = dict(
+            conn.execute(
+                f"SELECT key, value FROM {self._s}.meta WHERE key IN ('embedder', 'dim', 'embedder_version')"
+            ).fetchall()
+        )
+        if "embedder" not in rows:
+            return None
+        return rows["embedder"], rows.get("dim", "?"), rows.get("embedder_version", "")
 
     # --- documents -------------------------------------------------------------------------------
 

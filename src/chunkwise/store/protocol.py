@@ -16,6 +16,7 @@ from typing import Any, Literal, Protocol
 
 from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.document import Document
+from chunkwise.errors import ConfigError
 from chunkwise.models.protocols import Vectors
 from chunkwise.spans import Span
 
@@ -80,6 +81,25 @@ class StoreSettings:
     hnsw_ef_search: int = 100
 
 
+def check_recorded_embedder(
+    location: str, recorded: tuple[str, str, str], given: tuple[str, int, str], fresh: str
+) -> None:
+    """:class:`ConfigError` unless the ``given`` embedder (name, dimension, version) built the vectors of
+    the store at ``location``, which recorded ``recorded`` (name, dimension and version as stored; the
+    version ``""`` in stores written before versions were recorded, which are checked by name and
+    dimension). ``fresh`` names where another embedder's knowledge base would go (a directory, a schema).
+    """
+    stored, stored_dim, stored_version = recorded
+    name, dim, version = given
+    if stored != name or stored_dim != str(dim) or (stored_version and stored_version != version):
+        built = f"{stored!r} ({stored_dim}-d{', ' + stored_version if stored_version else ''})"
+        wanted = f"{name!r} ({dim}-d{', ' + version if version else ''})"
+        raise ConfigError(
+            f"{location}: built with embedder {built}, not {wanted}; its vectors cannot be compared: "
+            f"search with the same embedder, or ingest into a new {fresh}"
+        )
+
+
 class Store(Protocol):
     """A knowledge-base store (see the module docstring). ``settings`` may be replaced after opening
     (a knowledge base applies the index settings of its recorded configuration)."""
@@ -107,9 +127,11 @@ class Store(Protocol):
         """Store a setting."""
         ...
 
-    def check_embedder(self, name: str, dim: int) -> None:
-        """Record the embedder on first use; :class:`~chunkwise.errors.ConfigError` if another one
-        built the stored vectors."""
+    def check_embedder(self, name: str, dim: int, version: str = "", *, record: bool = True) -> None:
+        """:class:`~chunkwise.errors.ConfigError` if another embedder (name, dimension, or ``version``:
+        the release of the package that ships its weights, where the store recorded one) built the stored
+        vectors. A store without vectors records this embedder when ``record`` (ingest); with
+        ``record=False`` (before a dense search) it only checks, and never writes."""
         ...
 
     def state(self, doc_id: str) -> tuple[str, str] | None:

@@ -50,7 +50,13 @@ from chunkwise.models.protocols import Vectors
 from chunkwise.store import dense, lexical
 from chunkwise.store.dense import DenseIndex
 from chunkwise.store.lexical import LexicalIndex
-from chunkwise.store.protocol import DocumentInfo, Status, StoredChunk, StoreSettings
+from chunkwise.store.protocol import (
+    DocumentInfo,
+    Status,
+    StoredChunk,
+    StoreSettings,
+    check_recorded_embedder,
+)
 from chunkwise.store.schema import upgrade
 from chunkwise.store.sidecar import stamp_state
 from chunkwise.store.sqlite_files import check_usable, damage, shm_path, wal_frames, wal_path
@@ -324,17 +330,21 @@ class SQLiteStore:
         """The number of committed writes so far (changes whenever any process writes)."""
         return int(self.meta("generation") or 0)
 
-    def check_embedder(self, name: str, dim: int) -> None:
-        """Record the embedder on first use; :class:`ConfigError` if another one built this store."""
+    def check_embedder(self, name: str, dim: int, version: str = "", *, record: bool = True) -> None:
+        """:class:`ConfigError` if vectors of another embedder (name, dimension or package version) fill
+        this store: their cosines with this one's vectors mean nothing. An empty store records the
+        embedder when ``record`` (ingest); a search (``record=False``) only checks. Stores written before
+        versions were recorded are checked by name and dimension."""
         stored = self.meta("embedder")
         if stored is None:
-            with self._write() as db:
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (name,))
-                db.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
-        elif stored != name:
-            raise ConfigError(
-                f"{self.directory}: built with embedder {stored!r}, not {name!r}; use a new directory"
-            )
+            if record:
+                with self._write(bump=False) as db:
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (name,))
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_version', ?)", (version,))
+            return
+        recorded = (stored, self.meta("dim") or "?", self.meta("embedder_version") or "")
+        check_recorded_embedder(self.location, recorded, (name, dim, version), "directory")
 
     # --- documents -------------------------------------------------------------------------------
 
