@@ -134,4 +134,4 @@ def test_run_measure_agrees_with_full_tokenisation(text: str, data: st.DataObjec
         assert runs.forward(start, budget) == tokens.forward(start, budget)
         assert runs.backward(end, budget) == tokens.backward(end, budget)
         if end > start:
-            assert runs.exact_sizes([(start, end)]) == [counter.count(text[start:end])]
+            assert runs.exact_sizes([start], [end]) == [counter.count(text[start:end])]

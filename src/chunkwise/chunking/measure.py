@@ -16,6 +16,7 @@ Whatever the measure, :meth:`Measure.exact_sizes` is the number the hard limit i
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -47,8 +48,8 @@ class Measure(Protocol):
         """The smallest ``start`` such that ``size(start, end) <= budget`` (at least 0)."""
         ...
 
-    def exact_sizes(self, spans: Sequence[tuple[int, int]]) -> list[int]:
-        """The exact size of each span's text under :attr:`counter`."""
+    def exact_sizes(self, starts: Sequence[int], ends: Sequence[int]) -> list[int]:
+        """The exact size of each span ``text[starts[i]:ends[i]]`` under :attr:`counter`."""
         ...
 
 
@@ -76,9 +77,9 @@ class CharMeasure:
         """``end - budget``, clipped to the text."""
         return max(0, end - budget)
 
-    def exact_sizes(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+    def exact_sizes(self, starts: Sequence[int], ends: Sequence[int]) -> list[int]:
         """Span lengths."""
-        return [end - start for start, end in spans]
+        return list(map(operator.sub, ends, starts))
 
 
 class TokenMeasure:
@@ -119,9 +120,10 @@ class TokenMeasure:
             return 0
         return min(end, int(self._ends[first_out]))
 
-    def exact_sizes(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+    def exact_sizes(self, starts: Sequence[int], ends: Sequence[int]) -> list[int]:
         """Every span's text counted again (the counter gives no additivity to rely on)."""
-        return self._counter.count_batch([self._text[a:b] for a, b in spans])
+        text = self._text
+        return self._counter.count_batch([text[a:b] for a, b in zip(starts, ends, strict=True)])
 
 
 class RunTokenMeasure:
@@ -248,12 +250,12 @@ class RunTokenMeasure:
             return 0
         return min(end, self._token_end(first_out))
 
-    def exact_sizes(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+    def exact_sizes(self, starts: Sequence[int], ends: Sequence[int]) -> list[int]:
         """Whole runs from the prefix sum, plus the counts of at most two partial runs per span."""
         text = self._text
         parts: list[str] = []
         plan: list[tuple[int, int, int]] = []  # (whole-run tokens, first part index, part count)
-        for start, end in spans:
+        for start, end in zip(starts, ends, strict=True):
             first = self._run_at(start)
             last = int(np.searchsorted(self._starts, end, side="left")) - 1
             first_part = len(parts)
