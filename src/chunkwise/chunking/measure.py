@@ -25,7 +25,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from chunkwise.chunking.tokens import WORD_SEPARATORS, CharCounter, Offsets, TokenCounter
+from chunkwise.chunking.tokens import WORD_SEPARATORS, CharCounter, CodeRanges, Offsets, TokenCounter
 
 
 class Measure(Protocol):
@@ -134,23 +134,44 @@ class RunTokenMeasure:
     starts and ends between runs in O(log n). Positions inside a run use that run's own token offsets,
     computed on demand. Exact sizes decompose a span into its whole runs plus at most two partial runs,
     so no chunk's text is ever tokenised in full.
+
+    A character the counter always makes one token of its own (:attr:`TokenCounter.isolated`, such as
+    a Chinese character for BERT) is a run by itself and counts one without being tokenised, so text
+    without spaces (Chinese, Japanese) is measured without tokenising long runs again and again.
     """
 
     def __init__(self, text: str, counter: TokenCounter) -> None:
         self._text = text
         self._counter = counter
-        separator = _separator_mask(text, counter.separators)
-        edges = np.flatnonzero(np.diff(np.concatenate(([True], separator, [True])).astype(np.int8)))
-        self._starts: Offsets = edges[0::2].astype(np.int64)
-        self._ends: Offsets = edges[1::2].astype(np.int64)
         self._cache: dict[str, int] = {}
-        words = text.split() if _splits_like_python(text, counter.separators) else []
-        if len(words) != len(self._starts):
-            spans = zip(self._starts.tolist(), self._ends.tolist(), strict=True)
-            words = [text[a:b] for a, b in spans]
-        counts = self._counts(words)
-        self._cum: Offsets = np.concatenate(([0], np.cumsum(np.asarray(counts, dtype=np.int64))))
         self._offsets: dict[str, tuple[list[int], list[int]]] = {}
+        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        separator = _separator_mask(codes, counter.separators)
+        isolated = _range_mask(codes, counter.isolated)
+        if isolated is None:
+            edges = np.flatnonzero(np.diff(np.concatenate(([True], separator, [True])).astype(np.int8)))
+            self._starts: Offsets = edges[0::2].astype(np.int64)
+            self._ends: Offsets = edges[1::2].astype(np.int64)
+            words = text.split() if _splits_like_python(text, counter.separators) else []
+            if len(words) != len(self._starts):
+                words = self._texts(self._starts, self._ends)
+            counts = np.asarray(self._counts(words), dtype=np.int64)
+        else:
+            # A run starts after a separator or an isolated character, or at one; it ends likewise.
+            breaks = separator | isolated
+            before = np.concatenate(([True], breaks[:-1])) | isolated
+            after = np.concatenate((breaks[1:], [True])) | isolated
+            self._starts = np.flatnonzero(~separator & before).astype(np.int64)
+            self._ends = np.flatnonzero(~separator & after).astype(np.int64) + 1
+            counts = np.ones(len(self._starts), dtype=np.int64)
+            plain = np.flatnonzero(~isolated[self._starts])
+            counts[plain] = self._counts(self._texts(self._starts[plain], self._ends[plain]))
+        self._cum: Offsets = np.concatenate(([0], np.cumsum(counts)))
+
+    def _texts(self, starts: Offsets, ends: Offsets) -> list[str]:
+        """The texts of the runs ``[starts[i], ends[i])``."""
+        text = self._text
+        return [text[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
     @property
     def counter(self) -> TokenCounter:
@@ -288,12 +309,21 @@ def _splits_like_python(text: str, separators: frozenset[str]) -> bool:
     return separators == WORD_SEPARATORS and _OTHER_PYTHON_SPACE.search(text) is None
 
 
-def _separator_mask(text: str, separators: frozenset[str]) -> npt.NDArray[np.bool_]:
-    """A boolean array, true where ``text`` has one of ``separators`` (all in the BMP)."""
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+def _separator_mask(codes: npt.NDArray[np.uint32], separators: frozenset[str]) -> npt.NDArray[np.bool_]:
+    """A boolean array, true where the code points ``codes`` are one of ``separators`` (all in the BMP)."""
     table = np.zeros(0x10000, dtype=np.bool_)
     table[[ord(c) for c in separators]] = True
     return np.where(codes < 0x10000, table[np.minimum(codes, 0xFFFF)], False)
+
+
+def _range_mask(codes: npt.NDArray[np.uint32], ranges: CodeRanges) -> npt.NDArray[np.bool_] | None:
+    """A boolean array, true where ``codes`` fall in one of ``ranges``; ``None`` if none does."""
+    if not ranges or not len(codes) or int(codes.max()) < min(low for low, _ in ranges):
+        return None
+    mask = np.zeros(len(codes), dtype=np.bool_)
+    for low, high in ranges:
+        mask |= (codes >= low) & (codes <= high)
+    return mask if mask.any() else None
 
 
 def measure_for(text: str, counter: TokenCounter) -> Measure:
