@@ -50,6 +50,43 @@ static int text_init(Text *t, PyObject *text) {
 #define CHAR(t, i) PyUnicode_READ((t)->kind, (t)->data, (i))
 #define SPACE(t, i) Py_UNICODE_ISSPACE(CHAR(t, i))
 
+/* The last index of `ch` in [start, limit), or -1. Line breaks are searched in every window of every
+ * chunk, so the scan goes by blocks whose "any match?" test has no early exit and compiles to vector
+ * compares; only the block holding the match is scanned one by one. */
+#define BLOCK 32
+#define LAST_INDEX(TYPE)                                                                                   \
+    {                                                                                                      \
+        const TYPE *data = t->data;                                                                        \
+        Py_ssize_t i = limit;                                                                              \
+        while (i - start >= BLOCK) {                                                                       \
+            int any = 0;                                                                                   \
+            for (int j = 1; j <= BLOCK; j++) {                                                             \
+                any |= data[i - j] == ch;                                                                  \
+            }                                                                                              \
+            if (any) {                                                                                     \
+                break;                                                                                     \
+            }                                                                                              \
+            i -= BLOCK;                                                                                    \
+        }                                                                                                  \
+        while (--i >= start) {                                                                             \
+            if (data[i] == ch) {                                                                           \
+                return i;                                                                                  \
+            }                                                                                              \
+        }                                                                                                  \
+        return -1;                                                                                         \
+    }
+
+static Py_ssize_t last_index(const Text *t, Py_UCS4 ch, Py_ssize_t start, Py_ssize_t limit) {
+    switch (t->kind) {
+    case PyUnicode_1BYTE_KIND:
+        LAST_INDEX(Py_UCS1)
+    case PyUnicode_2BYTE_KIND:
+        LAST_INDEX(Py_UCS2)
+    default:
+        LAST_INDEX(Py_UCS4)
+    }
+}
+
 /* First non-space offset in [pos, end), or end. */
 static Py_ssize_t skip_space(const Text *t, Py_ssize_t pos, Py_ssize_t end) {
     while (pos < end && SPACE(t, pos)) {
@@ -101,10 +138,8 @@ static Py_ssize_t cuts_last(const Level *lv, Py_ssize_t start, Py_ssize_t limit)
 
 /* BlankLineLevel: the end of the last match of \n[^\S\n]*\n lying inside [start, limit]. */
 static Py_ssize_t blank_line_last(const Text *t, Py_ssize_t start, Py_ssize_t limit) {
-    for (Py_ssize_t i = limit - 1; i > start; i--) {
-        if (CHAR(t, i) != '\n') {
-            continue;
-        }
+    Py_ssize_t i = last_index(t, '\n', start + 1, limit);
+    while (i > start) {
         Py_ssize_t k = i - 1;
         while (k >= start && CHAR(t, k) != '\n' && SPACE(t, k)) {
             k--;
@@ -112,19 +147,16 @@ static Py_ssize_t blank_line_last(const Text *t, Py_ssize_t start, Py_ssize_t li
         if (k >= start && CHAR(t, k) == '\n') {
             return i + 1;
         }
-        i = k + 1; /* no line break between k and i: resume below k */
+        /* No line break between k and i: the next candidate lies below k. */
+        i = last_index(t, '\n', start + 1, k < start ? start : k);
     }
     return -1;
 }
 
 /* LiteralLevel with a one-character separator: just after its last occurrence in [start, limit). */
 static Py_ssize_t char_last(const Text *t, Py_UCS4 ch, Py_ssize_t start, Py_ssize_t limit) {
-    for (Py_ssize_t i = limit - 1; i >= start; i--) {
-        if (CHAR(t, i) == ch) {
-            return i + 1;
-        }
-    }
-    return -1;
+    Py_ssize_t i = last_index(t, ch, start, limit);
+    return i < 0 ? -1 : i + 1;
 }
 
 /* PunctuationLevel.last_cut: the regex \s[spaced]|[unspaced] searched in the reversed window
@@ -377,13 +409,15 @@ static PyObject *overlap_chars(PyObject *self, PyObject *args) {
             }
             if (same) {
                 Py_ssize_t reach = start - overlap > prev + 1 ? start - overlap : prev + 1;
-                result = reach;
-                for (Py_ssize_t p = reach; p <= start; p++) {
-                    if (!SPACE(&t, p) && (!snap || (p > 0 && SPACE(&t, p - 1)))) {
-                        result = p;
-                        break;
+                /* The first non-space from the reach on; with snapping, the first one after a
+                 * whitespace character (the word start), or the reach itself inside one word. */
+                Py_ssize_t p = reach;
+                if (snap) {
+                    for (p = reach - 1; p < start && !SPACE(&t, p); p++) {
                     }
                 }
+                p = skip_space(&t, p, start);
+                result = snap && p == start && !SPACE(&t, start - 1) ? reach : p;
             }
         }
         PyObject *item = PyLong_FromSsize_t(result);
@@ -590,30 +624,30 @@ static PyObject *build_chunks(PyObject *self, PyObject *args) {
             PyErr_SetString(PyExc_ValueError, "build_chunks: a span outside the text");
             goto fail;
         }
-        PyObject *obj = type->tp_alloc(type, 0);
+        PyObject *id = make_id(key0, key1, start, end);
+        PyObject *slice = id == NULL ? NULL : PyUnicode_Substring(text, start, end);
+        PyObject *obj = slice == NULL ? NULL : type->tp_alloc(type, 0);
         if (obj == NULL) {
+            Py_XDECREF(id);
+            Py_XDECREF(slice);
             goto fail;
         }
         PyList_SET_ITEM(out, i, obj);
+        /* New references, stored into the zeroed slots; nothing below can fail. */
         PyObject *values[NFIELDS] = {
-            make_id(key0, key1, start, end),
+            id,
             Py_NewRef(doc_id),
             Py_NewRef(PyList_GET_ITEM(starts, i)),
             Py_NewRef(PyList_GET_ITEM(ends, i)),
-            PyUnicode_Substring(text, start, end),
+            slice,
             item_or(unit_ids, i, empty_tuple),
             item_or(sections, i, empty_tuple),
             Py_NewRef(PyList_GET_ITEM(tokens, i)),
             item_or(pages, i, Py_None),
             item_or(contexts, i, empty_text),
         };
-        int missing = 0;
         for (int f = 0; f < NFIELDS; f++) {
             *(PyObject **)((char *)obj + offsets[f]) = values[f];
-            missing |= values[f] == NULL;
-        }
-        if (missing) {
-            goto fail;
         }
         if (PyObject_IS_GC(obj)) {
             PyObject_GC_UnTrack(obj);

@@ -167,7 +167,7 @@ class Chunk:
 class ChunkBuilder:
     """Builds the chunks of one document: ids for all spans at once, units found by binary search.
 
-    The content hash, the unit offsets and each unit's section path are computed once, so chunking a
+    The id keys, the unit offsets and each unit's section path are computed once, so chunking a
     long document is not quadratic in its units (which :func:`make_chunk` alone would be).
     """
 
