@@ -317,13 +317,22 @@ def _separator_mask(codes: npt.NDArray[np.uint32], separators: frozenset[str]) -
 
 
 def _range_mask(codes: npt.NDArray[np.uint32], ranges: CodeRanges) -> npt.NDArray[np.bool_] | None:
-    """A boolean array, true where ``codes`` fall in one of ``ranges``; ``None`` if none does."""
-    if not ranges or not len(codes) or int(codes.max()) < min(low for low, _ in ranges):
+    """A boolean array, true where ``codes`` fall in one of ``ranges``; ``None`` if none does.
+
+    Only code points from the lowest range bound on are tested: in most texts they are few.
+    """
+    if not ranges:
+        return None
+    candidates = np.flatnonzero(codes >= min(low for low, _ in ranges))
+    values = codes[candidates]
+    inside = np.zeros(len(values), dtype=np.bool_)
+    for low, high in ranges:
+        inside |= (values >= low) & (values <= high)
+    if not inside.any():
         return None
     mask = np.zeros(len(codes), dtype=np.bool_)
-    for low, high in ranges:
-        mask |= (codes >= low) & (codes <= high)
-    return mask if mask.any() else None
+    mask[candidates[inside]] = True
+    return mask
 
 
 def measure_for(text: str, counter: TokenCounter) -> Measure:
