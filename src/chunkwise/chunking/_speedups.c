@@ -1,5 +1,5 @@
 /*
- * Compiled versions of the three per-chunk loops of chunkwise.chunking, for character budgets.
+ * Compiled versions of the per-chunk loops of chunkwise.chunking.
  *
  * A chunker does a little Python work per chunk: find the cut, trim, reach back for the overlap, and
  * build a frozen Chunk with its id. At 256-character chunks that per-chunk work, not the text, is
