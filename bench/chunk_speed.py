@@ -80,7 +80,7 @@ MAX_RUNS = 30
 #: A timed run of a fast case chunks its texts up to :data:`MAX_BATCH` times (fresh chunkers each), so
 #: that it lasts at least this many CPU seconds.
 MIN_RUN_SECONDS = 0.05
-MAX_BATCH = 50
+MAX_BATCH = 1000
 
 CHAR_SIZES = (256, 512, 2048)
 TOKEN_SIZES = (128, 512)
