@@ -24,19 +24,19 @@ Kinds and their peers:
   cannot be downloaded here; semchunk has none).
 
 Each measurement runs in a fresh subprocess and times the chunking call alone, each run with a freshly
-built chunker so that no memoised token counts carry over (tokenizer loading excluded); a fast case
-chunks its texts several times per timed run (with as many fresh chunkers) so that a run lasts at
-least 50 CPU milliseconds. Speeds are in
+built chunker so that no memoised token counts carry over (tokenizer loading excluded). Speeds are in
 millions of characters per CPU second of the process (all its threads: the Rust tokenizers' worker
 threads count too), because this machine is shared by several jobs and wall time measures their load
-as much as the code; the JSON also gives the wall-clock speeds. A speed is the best of at least
-``--repeat`` runs, repeated until they add up to half a CPU second (at most 30 runs; one for runs over
-10 s). The implementations of one case run one after the other, ``--rounds`` times in alternation, and
-each keeps its best. A run is stopped after ``--timeout`` CPU seconds (RLIMIT_CPU) and its speed
-reported as an upper bound, so the ratio is then a lower bound. Peak memory is the growth of the
-process's peak RSS during chunking, which also sees memory allocated by native code (Rust tokenizers,
-chonkie-core). chunkwise's timing includes building full ``Chunk`` objects (exact offsets, ids,
-section paths); the peers return strings or their own chunk objects.
+as much as the code; the JSON also gives the wall-clock speeds. The process CPU clock here moves in
+steps of a few milliseconds at times, so a fast case chunks its texts several times per timed run
+(with as many fresh chunkers) until a run lasts 0.2 CPU seconds, and its speed is per chunking. A
+speed is the best of at least ``--repeat`` runs, repeated until they add up to one CPU second (at
+most 30 runs; one for runs over 10 s). The implementations of one case run one after the other,
+``--rounds`` times in alternation, and each keeps its best. A run is stopped after ``--timeout`` CPU
+seconds (RLIMIT_CPU) and its speed reported as an upper bound, so the ratio is then a lower bound.
+Peak memory is the growth of the process's peak RSS during chunking, which also sees memory allocated
+by native code (Rust tokenizers, chonkie-core). chunkwise's timing includes building full ``Chunk``
+objects (exact offsets, ids, section paths); the peers return strings or their own chunk objects.
 
 A second table times the ``semantic`` chunker (cold, uncached local embedder) on the State of the Union
 corpus: sentences (or pieces) per second, and the share of the time spent inside the embedder.
@@ -73,14 +73,14 @@ RESULTS = Path(__file__).parent / "results" / "chunk_speed.json"
 
 #: A measurement slower than this is not repeated (its noise is small next to its length).
 SLOW_SECONDS = 10.0
-#: Fast measurements repeat until their runs add up to this many seconds, at most :data:`MAX_RUNS` times:
-#: on a shared machine a burst of load can cover a few short runs, rarely dozens.
-MIN_SECONDS = 0.5
+#: Fast measurements repeat until their runs add up to this many CPU seconds, at most :data:`MAX_RUNS`
+#: times: on a shared machine a burst of load can cover a few runs, rarely dozens.
+MIN_SECONDS = 1.0
 MAX_RUNS = 30
-#: A timed run of a fast case chunks its texts up to :data:`MAX_BATCH` times (fresh chunkers each), so
-#: that it lasts at least this many CPU seconds.
-MIN_RUN_SECONDS = 0.05
-MAX_BATCH = 1000
+#: A timed run chunks the texts up to :data:`MAX_BATCH` times (a fresh chunker each), so that it lasts
+#: at least this many CPU seconds.
+MIN_RUN_SECONDS = 0.2
+MAX_BATCH = 4096
 
 CHAR_SIZES = (256, 512, 2048)
 TOKEN_SIZES = (128, 512)
@@ -289,12 +289,10 @@ def worker(impl: str, case: Case, *, data: Path, mb: float, repeat: int, timeout
     """
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))  # a process stopped by SIGXCPU leaves no core file
     texts = load_texts(case.corpus, mb, data)
-    best_cpu = best_wall = float("inf")
-    count = runs = 0
-    peak = spent = 0.0
-    batch = 1
-    while runs < repeat or (spent < MIN_SECONDS and runs < MAX_RUNS):
-        # Fresh chunkers for every run: peers that memoise token counts (semchunk) must not start warm.
+
+    def timed(batch: int) -> tuple[float, float, int, float]:
+        """CPU and wall seconds of ``batch`` chunkings of the texts, chunks, peak memory growth."""
+        # Fresh chunkers for every chunking: peers that memoise token counts must not start warm.
         chunkers = [build(impl, case) for _ in range(batch)]
         for chunk in chunkers:
             chunk("Warm up. " * 50)
@@ -304,18 +302,23 @@ def worker(impl: str, case: Case, *, data: Path, mb: float, repeat: int, timeout
         cpu, wall = time.process_time(), time.perf_counter()
         for chunk in chunkers:
             count = sum(len(chunk(text)) for text in texts)
-        cpu, wall = (time.process_time() - cpu) / batch, (time.perf_counter() - wall) / batch
+        cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
         _limit_cpu(None)
-        peak = max(peak, _peak_mb() - before)
-        if runs == 0:
-            # The first run sizes the others: a fast case chunks its texts several times per timed run,
-            # so that each run lasts tens of CPU milliseconds (shorter ones read as zero here at times).
-            batch = min(MAX_BATCH, math.ceil(MIN_RUN_SECONDS / max(cpu, MIN_RUN_SECONDS / MAX_BATCH)))
-        if cpu > 0:
-            best_cpu, best_wall = min(best_cpu, cpu), min(best_wall, wall)
-        spent, runs = spent + cpu * batch, runs + 1
-        if best_cpu > SLOW_SECONDS:
-            break
+        return cpu, wall, count, _peak_mb() - before
+
+    # The process CPU clock of this machine moves in steps of a few milliseconds at times, so a fast
+    # case chunks its texts several times per timed run: the batch grows until a run lasts
+    # MIN_RUN_SECONDS of CPU time, and the speed is per chunking.
+    batch = 1
+    cpu, wall, count, peak = timed(batch)
+    while cpu < MIN_RUN_SECONDS and batch < MAX_BATCH:
+        batch = min(MAX_BATCH, batch * 4)
+        cpu, wall, count, peak = timed(batch)
+    best_cpu, best_wall, spent, runs = cpu / batch, wall / batch, cpu, 1
+    while best_cpu < SLOW_SECONDS and (runs < repeat or (spent < MIN_SECONDS and runs < MAX_RUNS)):
+        cpu, wall, count, grown = timed(batch)
+        best_cpu, best_wall = min(best_cpu, cpu / batch), min(best_wall, wall / batch)
+        spent, runs, peak = spent + cpu, runs + 1, max(peak, grown)
     chars = sum(len(t) for t in texts)
     return {
         "chunks": count,
