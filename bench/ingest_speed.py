@@ -18,9 +18,11 @@ Each framework runs in a fresh subprocess; the model is loaded and warmed up bef
 Reported per framework: chunks, seconds (wall clock; the process's CPU seconds beside them, all
 threads: the embedder runs on every core), chunks per second, seconds per MB of input (UTF-8 bytes of
 the files), the peak resident memory of the subprocess (``getrusage(RUSAGE_CHILDREN).ru_maxrss`` in
-the process that started it, which also counts the model), and the share of the time spent inside the
-embedder. The ratio compares the time to ingest the same input (MB/s, chunkwise over the faster
-framework), not chunks/s: the three splitters cut slightly different numbers of chunks.
+the process that started it, which also counts the model), the share of the time spent inside the
+embedder, and the characters and tokens handed to it (counted after the clock stops). The ratio
+compares the time to ingest the same input (MB/s, chunkwise over the faster framework), not chunks/s:
+the three splitters cut slightly different numbers of chunks. With one embedder for all three, which
+takes nearly all of every ingest, the ratio follows the tokens each one hands to the model.
 
 Run: ``.venv/bin/python bench/ingest_speed.py [--data ../shared/data] [--chunk-size 800] [--repeat 2]``
 (frameworks from the ``bench`` extra). Writes ``bench/results/ingest_speed.json``.
@@ -69,6 +71,7 @@ class TimedEmbedder:
         self.inner = OnnxEmbedder()
         self.name, self.dim = self.inner.name, self.inner.dim
         self.seconds = 0.0
+        self.texts: list[str] = []
         self.inner.embed(["warm up"])
 
     def embed(self, texts: Sequence[str]) -> Any:
@@ -76,7 +79,13 @@ class TimedEmbedder:
         start = time.perf_counter()
         vectors = self.inner.embed(texts)
         self.seconds += time.perf_counter() - start
+        self.texts.extend(texts)
         return vectors
+
+    def tokens(self) -> int:
+        """Tokens of every text embedded so far, as the model sees them (truncated, no special
+        tokens); counted after the clock stops."""
+        return sum(self.inner.count_tokens(text) for text in self.texts)
 
 
 def run_chunkwise(files: list[Path], embedder: TimedEmbedder, chunk_size: int, workdir: Path) -> int:
@@ -174,7 +183,14 @@ def worker(framework: str, data: Path, chunk_size: int) -> dict[str, Any]:
         else:
             chunks = run_langchain(files, embedder, chunk_size)
         seconds, cpu = time.perf_counter() - start, time.process_time() - cpu
-    return {"chunks": chunks, "seconds": seconds, "cpu_seconds": cpu, "embed_seconds": embedder.seconds}
+    return {
+        "chunks": chunks,
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "embed_seconds": embedder.seconds,
+        "embedded_chars": sum(len(text) for text in embedder.texts),
+        "embedded_tokens": embedder.tokens(),
+    }
 
 
 def measure(framework: str, data: Path, chunk_size: int) -> dict[str, Any]:
@@ -204,6 +220,8 @@ def summarise(framework: str, runs: list[dict[str, Any]], megabytes: float) -> d
         "seconds": round(best["seconds"], 2),
         "cpu_seconds": round(best["cpu_seconds"], 2),
         "chunks_per_s": round(best["chunks"] / best["seconds"], 1),
+        "embedded_chars": best["embedded_chars"],
+        "embedded_tokens": best["embedded_tokens"],
         "seconds_per_mb": round(best["seconds"] / megabytes, 2),
         "peak_rss_mb": max(r["peak_rss_mb"] for r in runs),
         "embed_share": round(best["embed_seconds"] / best["seconds"], 3),
@@ -213,13 +231,14 @@ def summarise(framework: str, runs: list[dict[str, Any]], megabytes: float) -> d
 def markdown(rows: list[dict[str, Any]], ratio: float | None) -> str:
     """The result table."""
     lines = [
-        "| framework | chunks | seconds | chunks/s | s per MB | peak RSS MB | embedding share |",
-        "|---|---:|---:|---:|---:|---:|---:|",
+        "| framework | chunks | tokens embedded | seconds | chunks/s | s per MB | peak RSS MB "
+        "| embedding share |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
         lines.append(
-            f"| {r['framework']} | {r['chunks']} | {r['seconds']} | {r['chunks_per_s']} | "
-            f"{r['seconds_per_mb']} | {r['peak_rss_mb']} | {r['embed_share']:.0%} |"
+            f"| {r['framework']} | {r['chunks']} | {r['embedded_tokens']} | {r['seconds']} | "
+            f"{r['chunks_per_s']} | {r['seconds_per_mb']} | {r['peak_rss_mb']} | {r['embed_share']:.0%} |"
         )
     if ratio is not None:
         lines.append(f"\nchunkwise over the faster framework (MB/s of the same input): {ratio:.2f}")
