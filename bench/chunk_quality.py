@@ -17,6 +17,7 @@ Run: ``.venv/bin/python bench/chunk_quality.py``. Writes ``bench/results/chunk_q
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import statistics
@@ -25,11 +26,11 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench_data import add_data_option
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-DATA = Path("/work/shared/data")
-CHROMA = DATA / "chroma" / "corpus.jsonl"
 RESULTS = Path(__file__).parent / "results" / "chunk_quality.json"
 SIZE = 512
 SEMANTIC_CORPUS = "state_of_the_union"
@@ -147,7 +148,10 @@ def main() -> None:
     """Grade every chunker, print the table, write the JSON."""
     from chunkwise.chunking.sentences import split_sentences
 
-    with CHROMA.open(encoding="utf-8") as handle:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    add_data_option(parser)
+    args = parser.parse_args()
+    with (args.data / "chroma" / "corpus.jsonl").open(encoding="utf-8") as handle:
         docs = {d["doc_id"]: d["text"] for d in map(json.loads, handle)}
     start = time.perf_counter()
     references = {doc_id: reference_sentences(text) for doc_id, text in docs.items()}

@@ -65,10 +65,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from bench_data import add_data_option
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RESULTS = Path(__file__).parent / "results" / "chunk_speed.json"
 
 #: A measurement slower than this is not repeated (its noise is small next to its length).
@@ -504,7 +505,7 @@ def _selected(case: Case, only: str) -> bool:
 def main() -> None:
     """Run every case, print the tables, write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
+    add_data_option(parser)
     parser.add_argument("--mb", type=float, default=2.0, help="million characters of the repeated texts")
     parser.add_argument("--token-mb", type=float, default=0.5, help="the same for token sizes")
     parser.add_argument("--repeat", type=int, default=3, help="runs per measurement (best is kept)")

@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 
+from bench_data import add_data_option
 from chunkwise.models.local_embedder import LocalEmbedder
 from chunkwise.models.onnx_embedder import OnnxEmbedder
 from chunkwise.models.protocols import Embedder, Message
 
-CORPUS = Path(__file__).resolve().parents[2] / "shared" / "data" / "chroma" / "corpus.jsonl"
 RESULTS = Path(__file__).resolve().parent / "results" / "embed_speed.json"
 CHUNK_CHARS = 400
 
@@ -59,10 +59,10 @@ class Row:
     cos_min: float
 
 
-def load_chunks(limit: int | None) -> list[str]:
+def load_chunks(corpus: Path, limit: int | None) -> list[str]:
     """Consecutive 400-character chunks of every corpus document; ``limit`` of them, evenly spaced."""
     chunks: list[str] = []
-    with CORPUS.open(encoding="utf-8") as handle:
+    with corpus.open(encoding="utf-8") as handle:
         for line in handle:
             text = json.loads(line)["text"]
             chunks.extend(text[i : i + CHUNK_CHARS] for i in range(0, len(text), CHUNK_CHARS))
@@ -152,11 +152,13 @@ def main() -> None:
     parser.add_argument("--limit", type=int, default=None, help="number of chunks (default: all)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--llm", action="store_true", help="also time SmolLM2-135M")
+    add_data_option(parser)
     args = parser.parse_args()
-    chunks = load_chunks(args.limit)
+    corpus = args.data / "chroma" / "corpus.jsonl"
+    chunks = load_chunks(corpus, args.limit)
     rows = measure(chunks, args.rounds)
     print(
-        f"Embedding {len(chunks)} chunks of ~{CHUNK_CHARS} chars from {CORPUS.name}, best of {args.rounds}\n"
+        f"Embedding {len(chunks)} chunks of ~{CHUNK_CHARS} chars from {corpus.name}, best of {args.rounds}\n"
     )
     print(
         "| backend | batch | chunks/s | tokens/s | ratio vs fp32 b64 | chunks/CPU-s | CPU ratio "

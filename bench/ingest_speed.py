@@ -43,10 +43,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from bench_data import add_data_option
+
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RESULTS = Path(__file__).parent / "results" / "ingest_speed.json"
 FRAMEWORKS = ("chunkwise", "llamaindex", "langchain")
 #: Modules each framework imports, loaded before the clock starts.
@@ -92,11 +93,11 @@ def run_chunkwise(files: list[Path], embedder: TimedEmbedder, chunk_size: int, w
     """chunkwise's ingest into a new knowledge base; the number of chunks stored."""
     from chunkwise.config import from_dict
     from chunkwise.kb import KnowledgeBase
+    from chunkwise.models import Models
 
-    config = from_dict(
-        {"chunking": {"name": "recursive", "params": {"max_size": chunk_size}}, "headers": {"enabled": False}}
-    )
-    with KnowledgeBase(workdir / "kb", config, embedder=embedder) as kb:
+    chunking = {"name": "recursive", "params": {"max_size": chunk_size}}
+    config = from_dict({"preset": "fast", "chunking": chunking, "headers": {"enabled": False}})
+    with KnowledgeBase(workdir / "kb", config, models=Models(config.models, embedder=embedder)) as kb:
         report = kb.add(files)
     if report.failed:
         raise RuntimeError(f"chunkwise failed on {report.failed}")
@@ -248,7 +249,7 @@ def markdown(rows: list[dict[str, Any]], ratio: float | None) -> str:
 def main() -> None:
     """Measure every framework ``--repeat`` times in alternation, print the table, write the JSON."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    parser.add_argument("--data", type=Path, default=DATA, help="the shared data folder")
+    add_data_option(parser)
     parser.add_argument("--chunk-size", type=int, default=800, help="maximum chunk size in characters")
     parser.add_argument("--repeat", type=int, default=2, help="runs per framework, in alternation")
     args = parser.parse_args()

@@ -1,7 +1,7 @@
 """W-RAC against agentic chunking on the same documents, then every LLM chunker with invariants checked.
 
 Part 1 runs ``wrac`` and ``agentic`` on the first ``--limit`` Markdown files of
-``/work/shared/data/formats/`` (sorted by path) and prints input and output tokens, calls, cost, time,
+``../shared/data/formats/`` (sorted by path) and prints input and output tokens, calls, cost, time,
 W-RAC plan outcomes and agentic alignment failures. Tokens are counted by the model's own tokenizer
 (SmolLM2 by default); cost applies the list price of GPT-4.1, the model of the W-RAC paper's agentic
 baseline: $2.00 per million input tokens, $8.00 per million output tokens. The paper's claim to check:
@@ -29,14 +29,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from bench_data import DEFAULT_DATA, add_data_option
 from chunkwise.chunking import Chunk, get_chunker, get_counter
 from chunkwise.document import Document
-from chunkwise.models import get_llm
-from chunkwise.models.accounting import Ledger
+from chunkwise.models import Models
 from chunkwise.models.config import ModelsConfig, Price
 from chunkwise.parsing import parse_file
 
-DATA = Path("/work/shared/data/formats")
 RESULTS = Path(__file__).parent / "results" / "llm_chunkers.json"
 #: GPT-4.1 list price (USD per million tokens), the reference for the cost column.
 REFERENCE_PRICE = Price(input_per_mtok=2.0, output_per_mtok=8.0)
@@ -65,18 +64,23 @@ def violations(doc: Document, chunks: list[Chunk], unit: str, max_size: int) -> 
     return found
 
 
-def run_chunker(name: str, doc: Document, llm_spec: str, params: dict[str, Any]) -> dict[str, Any]:
-    """One chunker on one document with a fresh ledger; tokens, cost, time, outcomes, violations."""
-    ledger = Ledger()
+def run_chunker(
+    name: str, doc: Document, llm_spec: str, params: dict[str, Any], base: ModelsConfig | None = None
+) -> dict[str, Any]:
+    """One chunker on one document in a fresh model context; tokens, cost, time, outcomes, violations.
+
+    ``base`` is the model configuration to start from (default: the environment's)."""
     # No cache (every call is made and timed); one structured attempt per call, since the chunkers
     # re-ask (wrac) or fall back (sections) themselves.
-    config = dataclasses.replace(ModelsConfig.load(), cache=False, structured_attempts=1)
-    llm = get_llm(llm_spec, config=config, ledger=ledger)
-    chunker = get_chunker(name, llm=llm, **params)
+    config = dataclasses.replace(
+        base or ModelsConfig.load(), llm=llm_spec, cache=False, structured_attempts=1
+    )
+    models = Models(config)
+    chunker = get_chunker(name, models=models, **params)
     began = time.perf_counter()
     run = chunker.run(doc)  # type: ignore[attr-defined]
     seconds = time.perf_counter() - began
-    totals = ledger.totals()
+    totals = models.totals()
     return {
         "chunker": name,
         "doc": doc.id,
@@ -163,7 +167,7 @@ def invariants_table(rows: list[dict[str, Any]]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", type=Path, default=DATA)
+    add_data_option(parser, DEFAULT_DATA / "formats")
     parser.add_argument("--limit", type=int, default=3, help="documents for wrac vs agentic")
     parser.add_argument(
         "--check-limit", type=int, default=0, help="documents for the invariant pass (0: all)"

@@ -1,5 +1,10 @@
 """LlamaChunk on this machine: the boundary score curve before and after decay normalisation, and speed.
 
+Speed of the local model before and after parallel windows with key/value reuse (:data:`SETTINGS`): each
+chunks ``--speed-docs`` one after the other in one process, as an ingest does, alternating for
+``--rounds`` rounds (the fastest round counts); the chosen boundary offsets must be identical (asserted).
+Tokens/s are scored tokens per wall-clock second; CPU seconds are this process's, the work done.
+
 Runs the ``logprob`` chunker with the bundled SmolLM2-135M on one Markdown document, writes its score
 curve (``bench/results/logprob_curve.csv``) and plots the marker log-probability with its fitted
 ``a + b·log(position)`` baseline, and the normalised score with the threshold and the chosen boundaries
@@ -19,6 +24,7 @@ import json
 import time
 from pathlib import Path
 
+from bench_data import DEFAULT_DATA
 from chunkwise.chunking import get_chunker
 from chunkwise.chunking.llm_report import ChunkingRun
 from chunkwise.chunking.logprob import SYSTEM_PROMPT
@@ -26,7 +32,10 @@ from chunkwise.models.local_llm import LocalLLM
 from chunkwise.models.protocols import Message
 from chunkwise.parsing import parse_file
 
-DOC = Path("/work/shared/data/formats/CloudWay-24/md/Boarding Process.md")
+FORMATS = DEFAULT_DATA / "formats" / "CloudWay-24" / "md"
+DOC = FORMATS / "Boarding Process.md"
+#: Two long documents (five windows of 4,000 characters each).
+SPEED_DOCS = (FORMATS / "Mumbai Inbound & Outbound Flights.md", FORMATS / "Careers at CloudWay 24.md")
 RESULTS = Path(__file__).parent / "results"
 
 
@@ -61,11 +70,50 @@ def plot(run: ChunkingRun, path: Path, title: str) -> bool:
     return True
 
 
+#: The local model's settings compared: the former one window at a time with every pass computed whole,
+#: and the current two windows at a time with key/value reuse.
+SETTINGS = {"before": {"kv_cache": 0, "workers": 1}, "after": {"kv_cache": 2, "workers": 2}}
+
+
+def speed(paths: list[Path], max_size: int, rounds: int) -> dict[str, dict[str, float]]:
+    """Scored tokens per second before and after; asserts identical boundaries."""
+    docs = [parse_file(path, doc_id=path.name) for path in paths]
+    best: dict[str, dict[str, float]] = {}
+    boundaries: dict[str, list[tuple[int, ...]]] = {}
+    for round_index in range(rounds):
+        labels = list(SETTINGS) if round_index % 2 == 0 else list(SETTINGS)[::-1]
+        for label in labels:
+            llm = LocalLLM(kv_cache=SETTINGS[label]["kv_cache"])
+            chunker = get_chunker(
+                "logprob",
+                llm=llm,
+                max_size=max_size,
+                min_size=max_size // 10,
+                workers=SETTINGS[label]["workers"],
+            )
+            wall, cpu = time.perf_counter(), time.process_time()
+            runs = [chunker.run(doc) for doc in docs]  # type: ignore[attr-defined]
+            wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
+            tokens = sum(run.report.stats["scored_tokens"] for run in runs)
+            windows = sum(len(run.report.windows) for run in runs)
+            boundaries[label] = [run.curve.chosen for run in runs]
+            reused = llm.reused_tokens
+            row = {"tokens": tokens, "windows": windows, "wall_s": wall, "cpu_s": cpu, "reused": reused}
+            if label not in best or wall < best[label]["wall_s"]:
+                best[label] = row
+            done = f"{tokens} tokens, {wall:.1f} s, {cpu:.1f} s CPU"
+            print(f"[speed] round {round_index + 1} {label}: {done}", flush=True)
+    assert boundaries["after"] == boundaries["before"], "the boundaries changed"
+    return best
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--doc", type=Path, default=DOC)
     parser.add_argument("--max-size", type=int, default=800)
     parser.add_argument("--generate-tokens", type=int, default=128)
+    parser.add_argument("--speed-docs", type=Path, nargs="*", default=list(SPEED_DOCS))
+    parser.add_argument("--rounds", type=int, default=2)
     args = parser.parse_args()
     RESULTS.mkdir(parents=True, exist_ok=True)
     doc = parse_file(args.doc, doc_id=args.doc.name)
@@ -110,6 +158,24 @@ def main() -> None:
         f"scoring is {full_generation_s / scoring_s:.1f}x faster than generating the marked-up text; "
         f"{len(run.chunks)} chunks, {len(run.curve.chosen)} boundaries chosen; plot written: {plotted}"
     )
+    speeds = speed(args.speed_docs, args.max_size, args.rounds)
+    print()
+    print(
+        "| local model | documents | windows | scored tokens | reused tokens | wall s | tokens/s | CPU s "
+        "| tokens per CPU s |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|")
+    for label, row in speeds.items():
+        print(
+            f"| {label} | {len(args.speed_docs)} | {row['windows']} | {row['tokens']} | {row['reused']} "
+            f"| {row['wall_s']:.1f} | {row['tokens'] / row['wall_s']:.1f} | {row['cpu_s']:.1f} "
+            f"| {row['tokens'] / row['cpu_s']:.1f} |"
+        )
+    before, after = speeds["before"], speeds["after"]
+    print(
+        f"after / before: {before['wall_s'] / after['wall_s']:.2f}x tokens/s (wall-clock), "
+        f"{before['cpu_s'] / after['cpu_s']:.2f}x tokens per CPU second; boundaries identical"
+    )
     (RESULTS / "logprob_curve.json").write_text(
         json.dumps(
             {
@@ -121,6 +187,7 @@ def main() -> None:
                 "generation_extrapolated_seconds": full_generation_s,
                 "chunks": len(run.chunks),
                 "boundaries": list(run.curve.chosen),
+                "speed": {"docs": [p.name for p in args.speed_docs], **speeds},
             },
             indent=1,
         ),

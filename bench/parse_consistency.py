@@ -24,12 +24,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from bench_data import DEFAULT_DATA, add_data_option, shown
 from chunkwise.errors import ChunkwiseError
 from chunkwise.parsing import parse_file
 from chunkwise.parsing.consistency import compare, token_f1
 
 REPO = Path(__file__).resolve().parent.parent
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "formats"
 RESULTS = REPO / "bench" / "results" / "parse_consistency.json"
 FORMATS = ("html", "docx", "pdf", "pptx")
 
@@ -130,7 +130,7 @@ def run(data: Path) -> dict[str, Any]:
             "peer_seconds": peer_seconds,
         }
     return {
-        "data": str(data),
+        "data": shown(data),
         "measure": "multiset token F1 vs the Markdown parse",
         "summary": summary,
         "documents": documents,
@@ -157,7 +157,7 @@ def markdown_table(summary: dict[str, Any]) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="the data/formats folder")
+    add_data_option(parser, DEFAULT_DATA / "formats")
     args = parser.parse_args()
     result = run(args.data)
     print(markdown_table(result["summary"]))

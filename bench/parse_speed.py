@@ -26,11 +26,11 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from bench_data import add_data_option
 from chunkwise.errors import ChunkwiseError
 from chunkwise.parsing import parse_file
 from chunkwise.parsing.text import text_document
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results" / "parse_speed.json"
 FORMAT_DIRS: tuple[str, ...] = ("md", "html", "docx", "pdf", "pptx")
 
@@ -135,11 +135,11 @@ def _corpus_row(corpus: Path, rounds: int) -> Row:
     return _row(group, documents=len(docs), size=size, rounds=rounds, ours=work, peer=None)
 
 
-def run(rounds: int) -> list[Row]:
+def run(data: Path, rounds: int) -> list[Row]:
     """Measure every group; files are read from disk in each round, as a user's parse would."""
     rows: list[Row] = []
     for fmt in FORMAT_DIRS:
-        paths = sorted(p for p in DATA.glob(f"formats/*/{fmt}/*") if p.is_file())
+        paths = sorted(p for p in data.glob(f"formats/*/{fmt}/*") if p.is_file())
         size = sum(p.stat().st_size for p in paths)
         rows.append(
             _row(
@@ -151,7 +151,7 @@ def run(rounds: int) -> list[Row]:
                 peer=_peer_all(paths),
             )
         )
-    for path in sorted((DATA / "long_docs").iterdir()):
+    for path in sorted((data / "long_docs").iterdir()):
         size = path.stat().st_size
         rows.append(
             _row(
@@ -163,7 +163,7 @@ def run(rounds: int) -> list[Row]:
                 peer=_peer_all([path]),
             )
         )
-    rows.append(_corpus_row(DATA / "qmsum_train" / "corpus.jsonl", rounds))
+    rows.append(_corpus_row(data / "qmsum_train" / "corpus.jsonl", rounds))
     return rows
 
 
@@ -190,8 +190,9 @@ def main() -> None:
     """Run the benchmark, print the table, write ``bench/results/parse_speed.json``."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--rounds", type=int, default=3, help="full passes per group; the fastest counts")
+    add_data_option(parser)
     args = parser.parse_args()
-    rows = run(args.rounds)
+    rows = run(args.data, args.rounds)
     table = markdown_table(rows)
     print(table)
     RESULTS.parent.mkdir(parents=True, exist_ok=True)

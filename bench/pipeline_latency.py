@@ -1,25 +1,29 @@
 """Knowledge-base speed: ingest throughput and query latency per stage, on real data and at scale.
 
-Part 1, real data, ``fast`` preset (BM25 + dense hybrid, redundancy removal; no LLM), bundled MiniLM:
+Part 1, real data, the ``--preset`` pipeline (``default``: BM25 + dense hybrid with bge-small; ``fast``:
+the same with MiniLM; ``quality``: ``default`` plus the cross-encoder; no LLM in any of them):
 
 - ingest the 75 Markdown files of ``../shared/data/formats/*/md`` through ``KnowledgeBase.add`` (parse,
   chunk, headers, embed, store) and two Chroma corpora (``wikitexts`` and ``state_of_the_union`` of
   ``../shared/data/chroma``) through ``add_documents``: documents/s, chunks/s, share of time embedding;
 - query each with its data set's questions (``rmc_dev`` for the formats documents, the Chroma questions
   for the Chroma corpora): p50/p95 per stage (bm25, dense including the query embedding, fusion,
-  redundancy), of the whole search, and of relevant segment extraction on top.
+  redundancy or rerank where the preset has them), of the whole search, and of relevant segment
+  extraction on top. Ingest speed is also given per CPU-second of this process, the steadier figure on a
+  shared machine.
 
 Part 2, synthetic scale (10k and 100k chunks; text sampled from the Chroma corpora's word stream,
-clustered unit vectors of 384 dimensions, stored through ``Store.put``): p50/p95 of BM25 by SQLite FTS5
+clustered unit vectors of 384 dimensions, stored through ``SQLiteStore.put``): p50/p95 of BM25 by SQLite FTS5
 and by the bm25s sidecar (with its build time), exact dense search, HNSW search (usearch) with its
 recall@10 against exact, and hybrid search with the default thresholds (BM25 + dense + fusion +
 redundancy; the query vector is precomputed, so embedding is excluded: its cost is part 1's). Peers in
 the same run: bm25s (the fastest BM25 library installed) on the same chunks, and dsRAG's own segment
 search (``dsrag.rse.get_best_segments``, installed with ``--no-deps``) against
-``chunkwise.retrieval.segments.best_segments`` on the same values (their segments are checked equal).
+``chunkwise.query.segments.best_segments`` on the same values (their segments are checked equal).
 
     .venv/bin/python bench/pipeline_latency.py                 # prints Markdown tables, writes the JSON
     .venv/bin/python bench/pipeline_latency.py --sizes 10000   # quicker
+    .venv/bin/python bench/pipeline_latency.py --preset quality --sizes --queries 30  # real data only
 """
 
 from __future__ import annotations
@@ -38,19 +42,21 @@ from typing import Any
 
 import numpy as np
 
+from bench_data import add_data_option
 from chunkwise.chunking.chunk import make_chunk
 from chunkwise.config import from_dict
 from chunkwise.document import Document
 from chunkwise.kb import KnowledgeBase
+from chunkwise.models import Models
 from chunkwise.parsing.text import text_document
-from chunkwise.retrieval.segments import PRESETS, best_segments, chunk_values
-from chunkwise.retrieval.trace import Trace
-from chunkwise.store import Store
+from chunkwise.query.segments import PRESETS, best_segments, chunk_values
+from chunkwise.query.trace import Trace
+from chunkwise.store import StoreSettings
+from chunkwise.store.sqlite import SQLiteStore
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results" / "pipeline_latency.json"
 CHROMA_DOCS = ("wikitexts", "state_of_the_union")
-STAGES = ("bm25", "dense", "fusion", "redundancy")
+STAGES = ("bm25", "dense", "fusion", "redundancy", "rerank")
 DIM = 384
 
 
@@ -86,17 +92,17 @@ def query_latency(kb: KnowledgeBase, queries: Sequence[str]) -> dict[str, dict[s
     return {stage: {"p50_ms": pct(v, 50), "p95_ms": pct(v, 95)} for stage, v in per_stage.items() if v}
 
 
-def ingest_real(workdir: Path, max_queries: int) -> list[dict[str, Any]]:
-    """Part 1: the formats Markdown files and two Chroma corpora, fast preset."""
+def ingest_real(data: Path, workdir: Path, max_queries: int, preset: str) -> list[dict[str, Any]]:
+    """Part 1: the formats Markdown files and two Chroma corpora, with ``preset``."""
     rows = []
-    config = from_dict({"models": {"cache": False}}, "fast")  # measure embedding, not the cache
-    md_files = sorted(DATA.glob("formats/*/md/*.md"))
-    rmc = [q["query"] for q in read_jsonl(DATA / "rmc_dev" / "queries.jsonl")][:max_queries]
-    corpus = {d["doc_id"]: d["text"] for d in read_jsonl(DATA / "chroma" / "corpus.jsonl")}
+    config = from_dict({"models": {"cache": False}}, preset)  # measure the models, not the cache
+    md_files = sorted(data.glob("formats/*/md/*.md"))
+    rmc = [q["query"] for q in read_jsonl(data / "rmc_dev" / "queries.jsonl")][:max_queries]
+    corpus = {d["doc_id"]: d["text"] for d in read_jsonl(data / "chroma" / "corpus.jsonl")}
     chroma_docs = [text_document(doc_id, corpus[doc_id]) for doc_id in CHROMA_DOCS]
     chroma_queries = [
         q["query"]
-        for q in read_jsonl(DATA / "chroma" / "queries.jsonl")
+        for q in read_jsonl(data / "chroma" / "queries.jsonl")
         if q["spans"][0]["doc_id"] in CHROMA_DOCS
     ][:max_queries]
     jobs: list[tuple[str, Callable[[KnowledgeBase], Any], int, int, list[str]]] = [
@@ -117,7 +123,9 @@ def ingest_real(workdir: Path, max_queries: int) -> list[dict[str, Any]]:
     ]
     for name, ingest, documents, size, queries in jobs:
         with KnowledgeBase(workdir / name.split()[0], config) as kb:
+            cpu = time.process_time()
             report = ingest(kb)
+            cpu = time.process_time() - cpu
             latency = query_latency(kb, queries)
             rows.append(
                 {
@@ -130,6 +138,7 @@ def ingest_real(workdir: Path, max_queries: int) -> list[dict[str, Any]]:
                     "embed_s": report.embed_seconds,
                     "docs_per_s": documents / report.seconds,
                     "chunks_per_s": report.chunks / report.seconds,
+                    "chunks_per_cpu_s": report.chunks / cpu,
                     "embed_share": report.embed_seconds / report.seconds,
                     "queries": len(queries),
                     "latency": latency,
@@ -164,10 +173,10 @@ def clustered_vectors(n: int, rng: np.random.Generator, noise: float = 0.5) -> n
 
 def synthetic_store(
     directory: Path, n: int, words: np.ndarray, rng: np.random.Generator
-) -> tuple[Store, list[str], float]:
+) -> tuple[SQLiteStore, list[str], float]:
     """A store of ``n`` synthetic chunks (120 words each, 100 per document); returns it, the chunk texts
     and the seconds spent writing."""
-    store = Store(directory, hnsw_threshold=10**9, bm25s_threshold=None)
+    store = SQLiteStore(directory, StoreSettings(hnsw_threshold=10**9, bm25s_threshold=None))
     store.check_embedder("synthetic", DIM)
     texts: list[str] = []
     began = time.perf_counter()
@@ -249,13 +258,16 @@ def scale(workdir: Path, n: int, queries: Sequence[str], words: np.ndarray) -> d
     sidecar = [timed(lambda q=q: store.lexical_index().search(q, 50), 1)[0] for q in queries]
     row["bm25_sidecar"] = {"p50_ms": pct(sidecar, 50), "p95_ms": pct(sidecar, 95), "build_s": sidecar_build_s}
     row["dense_exact"] = {"p50_ms": pct(exact, 50), "p95_ms": pct(exact, 95)}
-    index.hnsw_threshold = 0
     began = time.perf_counter()
-    index.search(qvecs[0], 10)
+    index.search(qvecs[0], 10, approximate=True)
     build_s = time.perf_counter() - began
-    hnsw = [timed(lambda v=v: index.search(v, 50), 1)[0] for v in qvecs]
+    hnsw = [timed(lambda v=v: index.search(v, 50, approximate=True), 1)[0] for v in qvecs]
     recall = np.mean(
-        [len({k for k, _ in index.search(v, 10)} & {k for k, _ in index.exact(v, 10)}) / 10 for v in qvecs]
+        [
+            len({k for k, _ in index.search(v, 10, approximate=True)} & {k for k, _ in index.exact(v, 10)})
+            / 10
+            for v in qvecs
+        ]
     )
     row["dense_hnsw"] = {
         "p50_ms": pct(hnsw, 50),
@@ -265,7 +277,8 @@ def scale(workdir: Path, n: int, queries: Sequence[str], words: np.ndarray) -> d
     }
     store.close()
     config = from_dict({})  # the defaults: HNSW and the bm25s sidecar at these sizes where they apply
-    with KnowledgeBase(workdir / f"synthetic-{n}", config, embedder=FixedQueryEmbedder(qvecs[0])) as kb:
+    models = Models(config.models, embedder=FixedQueryEmbedder(qvecs[0]))
+    with KnowledgeBase(workdir / f"synthetic-{n}", config, models=models) as kb:
         kb.search(queries[0], k=10)
         hybrid = [timed(lambda q=q: kb.search(q, k=10), 1)[0] for q in queries]
         segments = [timed(lambda q=q: kb.segments(q), 1)[0] for q in queries]
@@ -298,19 +311,23 @@ def scale(workdir: Path, n: int, queries: Sequence[str], words: np.ndarray) -> d
 def markdown(result: dict[str, Any]) -> str:
     """The result as Markdown tables."""
     lines = [
-        "Ingest (fast preset, bundled MiniLM on the CPU):",
+        f"Ingest ({result['preset']} preset, bundled models on the CPU):",
         "",
-        "| corpus | docs | chunks | ingest s | docs/s | chunks/s | embedding share | peak RSS MB |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| corpus | docs | chunks | ingest s | docs/s | chunks/s | chunks/CPU-s | embedding share "
+        "| peak RSS MB |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
     for row in result["real"]:
         lines.append(
             f"| {row['corpus']} | {row['documents']} | {row['chunks']} | {row['ingest_s']:.1f} "
-            f"| {row['docs_per_s']:.2f} | {row['chunks_per_s']:.1f} | {row['embed_share']:.0%} "
+            f"| {row['docs_per_s']:.2f} | {row['chunks_per_s']:.1f} | {row['chunks_per_cpu_s']:.1f} "
+            f"| {row['embed_share']:.0%} "
             f"| {row['peak_rss_mb']:.0f} |"
         )
     lines += ["", "Query latency per stage, ms (p50 / p95):", ""]
-    stages = [*STAGES, "search", "segments"]
+    # the stages the preset runs ("default" has no redundancy stage, "quality" has a rerank stage)
+    real = result["real"]
+    stages = [s for s in (*STAGES, "search", "segments") if all(s in row["latency"] for row in real)]
     lines.append("| corpus | queries | " + " | ".join(stages) + " |")
     lines.append("|---|---:|" + "---:|" * len(stages))
     for row in result["real"]:
@@ -363,16 +380,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=100, help="queries per corpus")
+    parser.add_argument("--preset", default="default", help="pipeline preset of part 1")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
+    add_data_option(parser)
     args = parser.parse_args()
-    corpus = {d["doc_id"]: d["text"] for d in read_jsonl(DATA / "chroma" / "corpus.jsonl")}
+    corpus = {d["doc_id"]: d["text"] for d in read_jsonl(args.data / "chroma" / "corpus.jsonl")}
     words = np.array(" ".join(corpus.values()).split())
-    chroma_queries = [q["query"] for q in read_jsonl(DATA / "chroma" / "queries.jsonl")][: args.queries]
+    chroma_queries = [q["query"] for q in read_jsonl(args.data / "chroma" / "queries.jsonl")][: args.queries]
     with tempfile.TemporaryDirectory(prefix="chunkwise-bench-") as tmp:
         workdir = Path(tmp)
-        real = ingest_real(workdir, args.queries)
+        real = ingest_real(args.data, workdir, args.queries, args.preset)
         scaled = [scale(workdir, n, chroma_queries, words) for n in args.sizes]
     rse = [rse_peer(n, np.random.default_rng(7)) for n in (1_000, 10_000)]
     result = {
+        "preset": args.preset,
         "machine": {
             "platform": platform.platform(),
             "cpus": os.cpu_count(),
@@ -383,8 +404,8 @@ def main() -> None:
         "scale": scaled,
         "rse": rse,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(markdown(result))
 
 

@@ -43,14 +43,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from bench_data import add_data_option, shown
 from chunkwise.cli.eval_cmd import default_workdir
 from chunkwise.config import from_dict
 from chunkwise.evaluation.datasets import Dataset, load_dataset, subsample
 from chunkwise.evaluation.report import ConfigResult, verify
-from chunkwise.evaluation.runner import Models, evaluate
-from chunkwise.models import get_embedder, new_ledger
+from chunkwise.evaluation.runner import evaluate
+from chunkwise.models import Models, ModelsConfig
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data"
 RESULTS = Path(__file__).resolve().parent / "results"
 SUMMARY = RESULTS / "reproduce_chroma.json"
 EMBEDDER = "local:int8"
@@ -166,9 +166,10 @@ PARTS: dict[str, dict[str, Any]] = {
 }
 
 
-def load(part: str, quick: bool) -> Dataset:
-    """The part's data set, or its deterministic quick subset."""
-    dataset = load_dataset(DATA / PARTS[part]["folder"])
+def load(data: Path, part: str, quick: bool) -> Dataset:
+    """The part's data set (its path as results print it), or its deterministic quick subset."""
+    folder = data / PARTS[part]["folder"]
+    dataset = dataclasses.replace(load_dataset(folder), path=shown(folder))
     if not quick:
         return dataset
     if part == "rmc":
@@ -222,14 +223,13 @@ def write_summary(key: str, section: dict[str, Any]) -> None:
         partial.replace(SUMMARY)
 
 
-def run_part(part: str, quick: bool, only: set[str] | None) -> None:
+def run_part(data: Path, part: str, quick: bool, only: set[str] | None) -> None:
     """Evaluate every row of ``part``, reprinting the table and rewriting the JSON after each."""
     spec = PARTS[part]
-    dataset = load(part, quick)
+    dataset = load(data, part, quick)
     suffix = ".quick" if quick else ""
     key = f"{part}{suffix}"
-    ledger = new_ledger()
-    embedder = get_embedder(EMBEDDER, ledger=ledger)
+    models = Models(ModelsConfig(embedder=EMBEDDER))  # one model context (and ledger) for the part
     workdir = default_workdir() / f"reproduce_chroma{suffix}"
     rows = [row for row in spec["rows"]() if only is None or row.name in only]
     results: list[tuple[Row, ConfigResult]] = []
@@ -243,7 +243,7 @@ def run_part(part: str, quick: bool, only: set[str] | None) -> None:
             workdir=workdir,
             metrics=spec["metrics"],
             depth=max(SPAN_K, DOC_K),
-            models=Models(embedder=embedder, ledger=ledger),
+            models=models,
         )
         results.append((row, report.configs[0]))
         seconds = time.perf_counter() - started
@@ -286,6 +286,7 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="deterministic subset (see the docstring)")
     parser.add_argument("--only", action="append", help="run only this configuration (repeatable)")
     parser.add_argument("--reprint", action="store_true", help="print the tables of the JSON, run nothing")
+    add_data_option(parser)
     args = parser.parse_args()
     if args.reprint:
         for key, section in json.loads(SUMMARY.read_text(encoding="utf-8")).items():
@@ -295,7 +296,7 @@ def main() -> None:
         return
     parts = list(PARTS) if args.part == "both" else [args.part]
     for part in parts:
-        run_part(part, args.quick, set(args.only) if args.only else None)
+        run_part(args.data, part, args.quick, set(args.only) if args.only else None)
 
 
 if __name__ == "__main__":

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import os
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.support.transformers_server import RunningServer, serve_smollm2
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -39,3 +42,11 @@ def llm():  # type: ignore[no-untyped-def]
     from chunkwise.models.local_llm import LocalLLM
 
     return LocalLLM()
+
+
+@pytest.fixture(scope="session")
+def real_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningServer]:
+    """``transformers serve`` with the bundled SmolLM2 on 127.0.0.1, started once per session
+    (:func:`tests.support.transformers_server.serve_smollm2`)."""
+    with serve_smollm2(tmp_path_factory.mktemp("transformers-serve")) as server:
+        yield server

@@ -3,34 +3,22 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from chunkwise.cli.main import app
 from chunkwise.parsing import parse_file
+from tests.support.cli import run_chunkwise
 
 JSON_KEYS = {"doc_id", "title", "format", "text", "units"}
 UNIT_KEYS = {"id", "kind", "level", "start", "end", "page", "parent"}
 
 
-def _chunkwise_executable() -> list[str]:
-    script = Path(sys.executable).with_name("chunkwise")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "chunkwise"]
-
-
 def test_parse_succeeds_on_every_fixture_and_offsets_hold(data_dir: Path) -> None:
     files = sorted((data_dir / "formats").iterdir())
     assert {f.suffix for f in files} == {".md", ".html", ".pdf", ".docx", ".pptx"}
-    result = subprocess.run(
-        [*_chunkwise_executable(), "parse", "--json", *map(str, files)],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
+    result = run_chunkwise("parse", "--json", *map(str, files))
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     docs = [json.loads(line) for line in result.stdout.splitlines()]

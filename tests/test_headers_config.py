@@ -8,9 +8,9 @@ from chunkwise.chunking.chunk import make_chunk
 from chunkwise.config import PRESETS, load_config
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
-from chunkwise.retrieval.headers import ContextualHeaders, extractive_summary, fallback_title, format_header
-from kb_docs import doc_from_markdown_lines
-from scripted_llm import ScriptedLLM
+from chunkwise.ingest.headers import ContextualHeaders, extractive_summary, fallback_title, format_header
+from tests.support.documents import doc_from_markdown_lines
+from tests.support.fakes import FakeLLM, on_prompt
 
 DOC = doc_from_markdown_lines(
     "policy.md",
@@ -47,8 +47,10 @@ def test_title_and_summary_fallbacks():
 
 def test_llm_writes_missing_title_and_the_summary():
     untitled = Document("a.txt", "Lounges open two hours before departure.")
-    llm = ScriptedLLM(
-        lambda p: '"Lounge Hours"' if p.startswith("What is the title") else "About lounges.\nmore"
+    llm = FakeLLM(
+        chat_fn=on_prompt(
+            lambda p: '"Lounge Hours"' if p.startswith("What is the title") else "About lounges.\nmore"
+        )
     )
     context = ContextualHeaders(llm).document_context(untitled)
     assert (context.title, context.summary) == ("Lounge Hours", "About lounges.")
@@ -72,17 +74,24 @@ def test_load_config_from_toml(tmp_path):
     assert config.segments.overrides() == {"max_length": 4}
     assert config.models.embedder == "local:int8"
     assert load_config(path, preset="fast").segments.enabled is False  # the argument wins over the file
-    assert set(PRESETS) == {"fast", "chunkrag", "dsrag"}
+    assert set(PRESETS) == {"default", "fast", "quality", "chunkrag", "dsrag"}
 
 
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[retrieval]\nwieght = 0.3\n", "unknown configuration key 'retrieval.wieght'"),
-        ("[answr]\nmode = 'llm'\n", "unknown configuration key 'answr'"),
+        ("[retrieval]\nwieght = 0.3\n", r"retrieval: unknown setting\(s\) wieght; known: bm25, dense"),
+        ("[answr]\nmode = 'llm'\n", r"unknown setting\(s\) answr; known: preset, models, chunking"),
         ("[retrieval]\nweight = 'half'\n", "retrieval.weight: expected float"),
         ("[relevance]\nthreshold = 'max'\n", "relevance.threshold: 'max' is not one of"),
-        ("[models]\nllm = 3\nfoo = 1\n", "unknown model settings"),
+        ("[models]\nllm = 3\nfoo = 1\n", r"models: unknown setting\(s\) foo; known: llm, embedder"),
+        ("[models]\nllm = 3\n", "models.llm: expected str, got 3"),
+        (
+            "[chunking]\nname = 'recursive'\nparams = { max_sise = 400 }\n",
+            r"chunking: recursive: unknown setting\(s\) max_sise; known: max_size, min_size, overlap, unit",
+        ),
+        ("[chunking]\nname = 'recursive'\nparams = { max_size = 0 }\n", "max_size must be at least 1"),
+        ("[chunking]\nname = 'recursve'\n", "unknown chunker 'recursve': use one of fixed, recursive"),
         ("preset = 'turbo'\n", "unknown preset 'turbo'"),
         ("[retrieval\n", "kb.toml"),
     ],

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from chunkwise.errors import ConfigError
-from chunkwise.models import get_embedder, get_llm, get_reranker
+from chunkwise.models import Models
 from chunkwise.models.accounting import Ledger
 from chunkwise.models.config import ModelsConfig, Price, split_spec
 
@@ -75,10 +75,10 @@ def test_environment_overrides_the_file(tmp_path: Path, clean_env: pytest.Monkey
 @pytest.mark.parametrize(
     ("text", "message"),
     [
-        ("[models]\nllm = 'local'\nmodel = 'x'\n", "unknown model settings"),
+        ("[models]\nllm = 'local'\nmodel = 'x'\n", r"unknown setting\(s\) model; known: llm, embedder"),
         ("[models]\ntimeout = 0\n", "must be positive"),
         ("[models]\nmax_cost = -1\n", "must not be negative"),
-        ("[models.prices.m]\ninput_per_token = 1\n", "bad price"),
+        ("[models.prices.m]\ninput_per_token = 1\n", r"prices.m: unknown setting\(s\) input_per_token"),
         ("[models\n", "cannot read"),
     ],
 )
@@ -97,16 +97,17 @@ def test_split_spec() -> None:
 
 
 @pytest.mark.parametrize(
-    ("factory", "spec", "message"),
+    ("role", "spec", "message"),
     [
-        (get_llm, "anthropic:claude", "unknown LLM backend 'anthropic'"),
-        (get_llm, "openai:", "needs a model"),
-        (get_embedder, "cohere:embed", "unknown embedder backend"),
-        (get_embedder, "local:/no/such/dir", "not a sentence-transformers directory"),
-        (get_reranker, "cross-encoder:/no/such/dir", "cross-encoder directory not found"),
-        (get_reranker, "magic", "unknown reranker backend"),
+        ("llm", "anthropic:claude", "unknown llm backend 'anthropic': use one of local, openai"),
+        ("llm", "openai:", "needs a model"),
+        ("embedder", "cohere:embed", "unknown embedder backend"),
+        ("embedder", "local:/no/such/dir", "not a sentence-transformers directory"),
+        ("reranker", "cross-encoder:/no/such/dir", "cross-encoder directory not found"),
+        ("reranker", "magic", "unknown reranker backend 'magic': use one of cohere, cross-encoder"),
     ],
 )
-def test_factories_reject_bad_specs(factory, spec: str, message: str) -> None:  # type: ignore[no-untyped-def]
+def test_registry_rejects_bad_specs(role: str, spec: str, message: str) -> None:
+    models = Models(ModelsConfig(cache=False), ledger=Ledger())
     with pytest.raises(ConfigError, match=message):
-        factory(spec, config=ModelsConfig(cache=False), ledger=Ledger())
+        getattr(models, role)(spec)

@@ -19,7 +19,7 @@ from chunkwise.models.http_client import JsonClient
 from chunkwise.models.openai_compat import OpenAIChatLLM
 from chunkwise.models.protocols import Message
 from chunkwise.models.retry import RetryPolicy, parse_retry_after
-from support.openai_server import OpenAIServer, Reply
+from tests.support.openai_server import OpenAIServer, Reply
 
 QUESTION = [Message("user", "hello")]
 

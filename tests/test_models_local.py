@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from chunkwise.errors import ConfigError, LLMResponseError
-from chunkwise.models import Message, get_embedder, get_llm, get_reranker
+from chunkwise.models import Message, Models
 from chunkwise.models.accounting import Ledger
 from chunkwise.models.cache import ModelCache
 from chunkwise.models.config import ModelsConfig
@@ -33,9 +33,9 @@ def unconfigured(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> ModelsConfi
 
 
 def test_default_embedder_needs_no_configuration(unconfigured: ModelsConfig) -> None:
-    embedder = get_embedder(config=unconfigured)
+    embedder = Models(unconfigured).embedder()
     assert isinstance(embedder, Embedder)
-    assert embedder.name.startswith("local:all-MiniLM-L6-v2")
+    assert embedder.name == "local:bge-small-en-v1.5-int8"
     vectors = embedder.embed(
         ["A cat sat on the mat.", "A kitten rested on the rug.", "Bond yields rose sharply."]
     )
@@ -48,8 +48,8 @@ def test_default_embedder_needs_no_configuration(unconfigured: ModelsConfig) -> 
 def test_second_local_embedding_run_makes_zero_model_calls(unconfigured: ModelsConfig) -> None:
     texts = ["first chunk of text", "second chunk", "third"]
     first, second = Ledger(), Ledger()
-    vectors = get_embedder(config=unconfigured, ledger=first).embed(texts)
-    again = get_embedder(config=unconfigured, ledger=second).embed(texts)
+    vectors = Models(unconfigured, ledger=first).embedder().embed(texts)
+    again = Models(unconfigured, ledger=second).embedder().embed(texts)
     assert np.array_equal(vectors, again)
     assert first.totals().calls == 1
     assert second.totals().calls == 0
@@ -57,7 +57,7 @@ def test_second_local_embedding_run_makes_zero_model_calls(unconfigured: ModelsC
 
 
 def test_default_reranker_is_the_bi_encoder_cosine(unconfigured: ModelsConfig) -> None:
-    reranker = get_reranker(config=unconfigured)
+    reranker = Models(unconfigured).reranker()
     assert isinstance(reranker, Reranker)
     scores = reranker.score(
         "which animal purrs?", ["Stocks fell.", "Cats purr when content.", "Rain is wet."]
@@ -76,7 +76,7 @@ def test_chat_answers_the_capital_of_france(llm: LocalLLM) -> None:
 
 def test_factory_llm_is_the_bundled_model_with_a_cache(llm: LocalLLM, unconfigured: ModelsConfig) -> None:
     ledger = Ledger()
-    managed = get_llm(config=unconfigured, ledger=ledger)
+    managed = Models(unconfigured, ledger=ledger).llm()
     assert isinstance(managed, ManagedLLM)
     assert managed.name == llm.name == "local:SmolLM2-135M-Instruct.Q4_1"
     assert managed.count_tokens("段") == 3  # one CJK character is three byte-level tokens here

@@ -15,11 +15,18 @@ import numpy as np
 import pytest
 
 from chunkwise.errors import BudgetExceededError, LLMResponseError, ModelCallError
-from chunkwise.models import Message, get_embedder, get_llm, get_reranker
+from chunkwise.models import Message, Models
 from chunkwise.models.accounting import Ledger, stage
 from chunkwise.models.cache import ModelCache
 from chunkwise.models.config import ModelsConfig, Price
-from support.openai_server import ALTERNATIVES, OpenAIServer, Reply, hash_vector, token_logprob, word_count
+from tests.support.openai_server import (
+    ALTERNATIVES,
+    OpenAIServer,
+    Reply,
+    hash_vector,
+    token_logprob,
+    word_count,
+)
 
 KEY = "sk-test-secret-0123456789"
 CUTS = {
@@ -49,7 +56,7 @@ def config(server: OpenAIServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 
 
 def test_chat_sends_the_key_and_returns_the_answer(server: OpenAIServer, config: ModelsConfig) -> None:
-    llm = get_llm("openai:gpt-test", config=config)
+    llm = Models(config).llm("openai:gpt-test")
     answer = llm.chat([Message("system", "be brief"), Message("user", "hello there")], max_tokens=20)
     assert answer == "echo: hello there"
     request = server.requests[0]
@@ -62,7 +69,7 @@ def test_chat_sends_the_key_and_returns_the_answer(server: OpenAIServer, config:
 
 def test_accounting_totals_are_exact(server: OpenAIServer, config: ModelsConfig) -> None:
     ledger = Ledger()
-    llm = get_llm("openai:gpt-test", config=config, ledger=ledger)
+    llm = Models(config, ledger=ledger).llm("openai:gpt-test")
     prompts = ["one two three", "four five", "six"]
     for prompt in prompts:
         llm.chat([Message("user", prompt)], stage="plan")
@@ -89,9 +96,9 @@ def test_accounting_totals_are_exact(server: OpenAIServer, config: ModelsConfig)
 def test_rerun_makes_zero_backend_calls(server: OpenAIServer, config: ModelsConfig) -> None:
     def run() -> tuple[Ledger, list[Any]]:
         ledger = Ledger()
-        llm = get_llm("openai:gpt-test", config=config, ledger=ledger)
-        embedder = get_embedder("openai:emb-test", config=config, ledger=ledger)
-        reranker = get_reranker("rerank:rr-test", config=config, ledger=ledger)
+        llm = Models(config, ledger=ledger).llm("openai:gpt-test")
+        embedder = Models(config, ledger=ledger).embedder("openai:emb-test")
+        reranker = Models(config, ledger=ledger).reranker("rerank:rr-test")
         results = [
             embedder.embed(["alpha beta", "gamma"]).tolist(),
             llm.chat([Message("user", "a b c")]),
@@ -113,7 +120,7 @@ def test_rerun_makes_zero_backend_calls(server: OpenAIServer, config: ModelsConf
 
 def test_structured_repairs_fenced_truncated_json(server: OpenAIServer, config: ModelsConfig) -> None:
     server.answer = lambda request: '```json\n{"cuts": [2, 5,'
-    llm = get_llm("openai:gpt-test", config=config)
+    llm = Models(config).llm("openai:gpt-test")
     assert llm.structured([Message("user", "split it")], CUTS) == {"cuts": [2, 5]}
     assert len(server.requests) == 1
     assert '{"cuts": [0]}' in server.requests[0].json["messages"][-1]["content"]
@@ -123,7 +130,7 @@ def test_structured_retries_a_schema_violation_with_feedback(
     server: OpenAIServer, config: ModelsConfig
 ) -> None:
     server.script(Reply.answer('{"cuts": "three"}'), Reply.answer('{"cuts": [3]}'))
-    llm = get_llm("openai:gpt-test", config=config)
+    llm = Models(config).llm("openai:gpt-test")
     assert llm.structured([Message("user", "split it")], CUTS) == {"cuts": [3]}
     retry = server.requests[1].json["messages"]
     assert retry[-2] == {"role": "assistant", "content": '{"cuts": "three"}'}
@@ -132,7 +139,7 @@ def test_structured_retries_a_schema_violation_with_feedback(
 
 def test_structured_gives_up_with_a_typed_error(server: OpenAIServer, config: ModelsConfig) -> None:
     server.answer = lambda request: "I cannot answer in JSON, sorry."
-    llm = get_llm("openai:gpt-test", config=config)
+    llm = Models(config).llm("openai:gpt-test")
     with pytest.raises(LLMResponseError, match=r"openai:gpt-test: no valid JSON .* after 3 attempts"):
         llm.structured([Message("user", "split it")], CUTS)
     assert len(server.requests) == config.structured_attempts
@@ -140,7 +147,7 @@ def test_structured_gives_up_with_a_typed_error(server: OpenAIServer, config: Mo
 
 def test_embeddings_match_the_server_and_count_tokens(server: OpenAIServer, config: ModelsConfig) -> None:
     ledger = Ledger()
-    embedder = get_embedder("openai:emb-test", config=config, ledger=ledger)
+    embedder = Models(config, ledger=ledger).embedder("openai:emb-test")
     texts = ["the first text", "second", "a third one here"]
     vectors = embedder.embed(texts)
     assert vectors.dtype == np.float32
@@ -154,11 +161,11 @@ def test_embeddings_match_the_server_and_count_tokens(server: OpenAIServer, conf
 
 
 def test_echo_logprobs_cover_the_continuation_only(server: OpenAIServer, config: ModelsConfig) -> None:
-    llm = get_llm("openai:gpt-test", config=config)
+    llm = Models(config).llm("openai:gpt-test")
     prompt, continuation = "Split this text:", " Cats purr.\n\nDogs bark."
     result = llm.logprobs(prompt, continuation, candidates=["\n\n", "never-seen"])
     request = server.requests[0].json
-    assert (request["prompt"], request["echo"], request["max_tokens"]) == (prompt + continuation, True, 0)
+    assert (request["prompt"], request["echo"], request["max_tokens"]) == (prompt + continuation, True, 1)
     assert "".join(result.tokens) == continuation
     assert [continuation[o : o + len(t)] for t, o in zip(result.tokens, result.offsets, strict=True)] == list(
         result.tokens
@@ -172,7 +179,7 @@ def test_echo_logprobs_cover_the_continuation_only(server: OpenAIServer, config:
 
 def test_rerank_scores_follow_input_order(server: OpenAIServer, config: ModelsConfig) -> None:
     ledger = Ledger()
-    reranker = get_reranker("rerank:rr-test", config=config, ledger=ledger)
+    reranker = Models(config, ledger=ledger).reranker("rerank:rr-test")
     with stage("rerank"):
         scores = reranker.score("red apple", ["green pear", "red apple pie", "apple"])
     assert scores.tolist() == [0.0, 1.0, 0.5]
@@ -183,9 +190,7 @@ def test_rerank_scores_follow_input_order(server: OpenAIServer, config: ModelsCo
 def test_budget_stops_before_the_call(server: OpenAIServer, config: ModelsConfig) -> None:
     ledger = Ledger()
     ledger.budget = type(ledger.budget)(max_tokens=12)
-    llm = get_llm(
-        "openai:gpt-test", config=config, ledger=ledger, cache=ModelCache(config.cache_path() / "b")
-    )
+    llm = Models(config, ledger=ledger, cache=ModelCache(config.cache_path() / "b")).llm("openai:gpt-test")
     llm.chat([Message("user", "one two three four")])
     spent = ledger.totals().tokens
     with pytest.raises(BudgetExceededError, match=r"token budget exceeded: .* > max_tokens 12"):
@@ -197,7 +202,7 @@ def test_budget_stops_before_the_call(server: OpenAIServer, config: ModelsConfig
 def test_cost_budget(server: OpenAIServer, config: ModelsConfig) -> None:
     ledger = Ledger()
     ledger.budget = type(ledger.budget)(max_cost=1e-6)
-    llm = get_llm("openai:gpt-test", config=config, ledger=ledger)
+    llm = Models(config, ledger=ledger).llm("openai:gpt-test")
     with pytest.raises(BudgetExceededError, match="cost budget exceeded"):
         llm.chat([Message("user", "y" * 40)])
     assert server.requests == []
@@ -210,7 +215,7 @@ def test_the_key_never_leaks(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     caplog.set_level("DEBUG")
-    llm = get_llm("openai:gpt-test", config=config)
+    llm = Models(config).llm("openai:gpt-test")
     llm.chat([Message("user", "cache me")])
     server.script(
         Reply.raw(json.dumps({"error": {"message": f"Incorrect API key provided: {KEY}"}}), status=401)

@@ -24,7 +24,6 @@ from chunkwise.errors import (
     UnsafeContentError,
 )
 from chunkwise.parsing import ParseLimits, parse_file
-from chunkwise.parsing.builder import heading_title
 from chunkwise.parsing.pptx import parse_presentation
 
 FORMATS_DIR = Path(__file__).parent / "data" / "formats"
@@ -32,7 +31,7 @@ OFFICE_AND_PDF = sorted(p for p in FORMATS_DIR.iterdir() if p.suffix in {".pdf",
 
 
 def titles(doc: Document) -> list[str]:
-    return [heading_title(u) for u in doc.headings()]
+    return [u.title for u in doc.headings()]
 
 
 # -- golden structure ------------------------------------------------------------------------------
@@ -92,7 +91,7 @@ def test_pdf_nested_lists_and_numbered_headings() -> None:
 def test_docx_headings_lists_and_quotes() -> None:
     doc = parse_file(FORMATS_DIR / "Careers at CloudWay 24.docx")
     assert doc.format == "docx"
-    assert [(u.level, heading_title(u)) for u in doc.headings()[:4]] == [
+    assert [(u.level, u.title) for u in doc.headings()[:4]] == [
         (1, "Careers at CloudWay 24"),
         (2, "Why Join CloudWay 24?"),
         (2, "Life at CloudWay 24"),
@@ -113,12 +112,12 @@ def test_docx_table_is_one_markdown_unit() -> None:
     tables = [u for u in doc.units if u.kind is UnitKind.TABLE]
     assert len(tables) == 2
     assert tables[0].text.splitlines()[2] == "| CloudLux (First) | 2 | 10 kg each | 55 x 40 x 23 cm |"
-    assert heading_title(doc.unit(tables[0].parent or "")) == "Cabin Baggage Allowance"
+    assert doc.unit(tables[0].parent or "").title == "Cabin Baggage Allowance"
 
 
 def test_pptx_titles_bullets_tables_and_slide_numbers() -> None:
     doc = parse_file(FORMATS_DIR / "Baggage Allowance.pptx")
-    assert [(u.level, u.page, heading_title(u)) for u in doc.headings()[:3]] == [
+    assert [(u.level, u.page, u.title) for u in doc.headings()[:3]] == [
         (1, 1, "CloudWay 24 Baggage Allowance Policy"),
         (2, 2, "Cabin Baggage Allowance"),
         (2, 4, "Checked Baggage Allowance"),
@@ -157,22 +156,36 @@ def expect_error(path: Path, error: type[ParseError], reason: str, limits: Parse
     assert str(info.value).startswith(path.as_posix())
 
 
-@pytest.mark.parametrize("suffix", [".pdf", ".docx", ".pptx"])
-def test_random_bytes_are_corrupt(tmp_path: Path, suffix: str) -> None:
+@pytest.mark.parametrize(
+    ("suffix", "reason"),
+    [
+        (".pdf", "named .pdf but does not start with a PDF header"),
+        (".docx", "named .docx but is not a zip archive"),
+        (".pptx", "named .pptx but is not a zip archive"),
+    ],
+)
+def test_random_bytes_are_corrupt(tmp_path: Path, suffix: str, reason: str) -> None:
     rng = random.Random(7)
     path = tmp_path / f"noise{suffix}"
     path.write_bytes(bytes(rng.randrange(256) for _ in range(4096)))
-    expect_error(path, CorruptFileError, "")
+    expect_error(path, CorruptFileError, reason)
 
 
 @pytest.mark.parametrize(
-    ("suffix", "head"), [(".pdf", b"%PDF-1.7\n"), (".docx", b"PK\x03\x04"), (".pptx", b"PK\x03\x04")]
+    ("suffix", "head", "reason"),
+    [
+        (".pdf", b"%PDF-1.7\n", "cannot read as PDF"),
+        (".docx", b"PK\x03\x04", "not a valid zip archive"),
+        (".pptx", b"PK\x03\x04", "not a valid zip archive"),
+    ],
 )
-def test_random_bytes_behind_a_valid_signature_are_corrupt(tmp_path: Path, suffix: str, head: bytes) -> None:
+def test_random_bytes_behind_a_valid_signature_are_corrupt(
+    tmp_path: Path, suffix: str, head: bytes, reason: str
+) -> None:
     rng = random.Random(11)
     path = tmp_path / f"fake{suffix}"
     path.write_bytes(head + bytes(rng.randrange(256) for _ in range(4096)) + b"\n%%EOF\n")
-    expect_error(path, CorruptFileError, "")
+    expect_error(path, CorruptFileError, reason)
 
 
 def test_truncated_pdf(tmp_path: Path) -> None:

@@ -6,22 +6,22 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chunkwise.retrieval import Trace
-from chunkwise.retrieval.answer import (
+from chunkwise.chunking.sentences import split_sentences
+from chunkwise.chunking.tables import table_header
+from chunkwise.query import Trace
+from chunkwise.query.answer import (
     NOT_FOUND,
     AnswerGenerator,
     Source,
     check_citations,
-    split_sentences,
-    table_header,
 )
-from chunkwise.retrieval.grounding import locate_quote
-from scripted_llm import ScriptedLLM
+from chunkwise.query.grounding import locate_quote
+from tests.support.fakes import FakeLLM, on_prompt
 
 TEXT = "Checked bags may weigh up to 23 kg.\nOverweight bags cost\n  50 EUR each. Pets travel in the hold."
 SOURCES = [
-    Source("S1", "chunk-1", "doc", 100, 100 + len(TEXT), TEXT),
-    Source("S2", "chunk-2", "doc", 0, 9, "Other bit"),
+    Source("doc", 100, 100 + len(TEXT), "S1", "chunk-1", TEXT),
+    Source("doc", 0, 9, "S2", "chunk-2", "Other bit"),
 ]
 
 
@@ -61,11 +61,13 @@ def test_check_citations_maps_to_document_offsets_and_rejects():
 
 
 def test_llm_answer_grounded():
-    llm = ScriptedLLM(
-        structured_reply=lambda p: {
-            "answer": "Up to 23 kg.",
-            "citations": [{"source": "S1", "quote": "Checked bags may weigh up to 23 kg."}],
-        }
+    llm = FakeLLM(
+        structured_fn=on_prompt(
+            lambda p: {
+                "answer": "Up to 23 kg.",
+                "citations": [{"source": "S1", "quote": "Checked bags may weigh up to 23 kg."}],
+            }
+        )
     )
     answer = AnswerGenerator(llm).answer("How heavy may a bag be?", SOURCES, Trace())
     assert answer.text == "Up to 23 kg."
@@ -76,11 +78,13 @@ def test_llm_answer_grounded():
 
 
 def test_llm_answer_with_invented_quote_becomes_not_found():
-    llm = ScriptedLLM(
-        structured_reply=lambda p: {
-            "answer": "Bags may weigh 40 kg.",
-            "citations": [{"source": "S1", "quote": "Checked bags may weigh up to 40 kg."}],
-        }
+    llm = FakeLLM(
+        structured_fn=on_prompt(
+            lambda p: {
+                "answer": "Bags may weigh 40 kg.",
+                "citations": [{"source": "S1", "quote": "Checked bags may weigh up to 40 kg."}],
+            }
+        )
     )
     trace = Trace()
     answer = AnswerGenerator(llm).answer("How heavy?", SOURCES, trace)
@@ -91,7 +95,7 @@ def test_llm_answer_with_invented_quote_becomes_not_found():
 
 
 def test_no_sources_means_not_found_without_a_call():
-    llm = ScriptedLLM()
+    llm = FakeLLM()
     answer = AnswerGenerator(llm).answer("Anything?", [], Trace())
     assert answer.text == NOT_FOUND
     assert llm.prompts == []
@@ -125,13 +129,14 @@ def test_extractive_answer_reads_a_table_row_with_its_header():
         "Checked baggage:\n\n| Class | Bags | Max weight |\n|---|---|---|\n"
         "| First | 3 | 32 kg |\n| Economy | 1 | 23 kg |"
     )
-    sources = [Source("S1", "chunk-9", "doc", 0, len(table), table)]
+    sources = [Source("doc", 0, len(table), "S1", "chunk-9", table)]
     answer = AnswerGenerator(None, "extractive", max_sentences=1).answer(
         "What is the max weight in Economy?", sources, Trace()
     )
     assert answer.text == "| Class | Bags | Max weight |\n| Economy | 1 | 23 kg |"
     assert [c.quote for c in answer.citations] == ["| Class | Bags | Max weight |", "| Economy | 1 | 23 kg |"]
     assert answer.grounding.grounded
-    assert table_header(table, table.index("| First")) == "| Class | Bags | Max weight |"
+    assert table_header(table, table.index("| First")) == "| Class | Bags | Max weight |\n|---|---|---|"
+    assert table_header(table, table.index("|---")) == ""
     assert table_header(table, table.index("| Class")) == ""
     assert table_header(table, 0) == ""

@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkwise.errors import ConfigError
-from chunkwise.retrieval import Candidate, Trace
-from chunkwise.retrieval.segments import (
+from chunkwise.query import Candidate, Trace
+from chunkwise.query.segments import (
     PRESETS,
     RSEParams,
     SegmentExtraction,
@@ -19,6 +19,7 @@ from chunkwise.retrieval.segments import (
     chunk_values,
     rse_params,
 )
+from chunkwise.store.protocol import StoredChunk
 
 
 def reference_segments(values, doc_ends, max_length, overall_max_length, minimum_value):
@@ -121,16 +122,10 @@ class _Source:
 
 
 def _cand(doc_id, ordinal, score, size=10):
-    return Candidate(
-        0,
-        f"{doc_id}-{ordinal}",
-        doc_id,
-        ordinal * size,
-        ordinal * size + size,
-        "",
-        ordinal=ordinal,
-        score=score,
+    chunk = StoredChunk(
+        doc_id, ordinal * size, ordinal * size + size, 0, f"{doc_id}-{ordinal}", "", ordinal=ordinal
     )
+    return Candidate(chunk, score=score)
 
 
 def test_stage_maps_segments_to_exact_document_spans():

@@ -5,16 +5,20 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from chunkwise.retrieval import Candidate, Trace
-from chunkwise.retrieval.fusion import Fusion, minmax, rrf_fusion, weighted_fusion
-from chunkwise.retrieval.redundancy import Redundancy, non_redundant
-from chunkwise.retrieval.relevance import RelevanceFilter, combine_scores, dynamic_threshold
-from chunkwise.retrieval.rewrite import QueryRewrite, clean_rewrite
-from scripted_llm import ScriptedLLM
+from chunkwise.query import Candidate, Trace
+from chunkwise.query.candidate import Query
+from chunkwise.query.fusion import Fusion, minmax, rrf_fusion, weighted_fusion
+from chunkwise.query.redundancy import Redundancy, non_redundant
+from chunkwise.query.relevance import RelevanceFilter, combine_scores, dynamic_threshold
+from chunkwise.query.rewrite import QueryRewrite, clean_rewrite
+from chunkwise.store.protocol import StoredChunk
+from tests.support.fakes import FakeLLM, on_prompt
 
 
-def cand(name: str, **scores: float) -> Candidate:
-    return Candidate(0, name, "d", 0, len(name), f"text of {name}", scores=dict(scores))
+def cand(name: str, vector: np.ndarray | None = None, **scores: float) -> Candidate:
+    return Candidate(
+        StoredChunk("d", 0, len(name), 0, name, f"text of {name}", vector=vector), scores=dict(scores)
+    )
 
 
 def test_weighted_fusion_by_hand():
@@ -43,9 +47,9 @@ def test_fusion_stage_orders_and_reports():
     )
     assert [c.chunk_id for c in ranked] == ["b", "a", "c"]
     assert trace.get("fusion").scores == pytest.approx({"b": 0.75, "a": 0.5, "c": 0.25})
-    dense_only = Fusion()("q", [cand("a", dense=0.2), cand("b", dense=0.6)], Trace())
+    dense_only = Fusion()(Query("q"), [cand("a", dense=0.2), cand("b", dense=0.6)], Trace())
     assert [(c.chunk_id, c.score) for c in dense_only] == [("b", 1.0), ("a", 0.0)]
-    rrf = Fusion("rrf")("q", [cand("a", bm25=1, dense=0.1), cand("b", dense=0.9)], Trace())
+    rrf = Fusion("rrf")(Query("q"), [cand("a", bm25=1, dense=0.1), cand("b", dense=0.9)], Trace())
     assert [c.chunk_id for c in rrf] == ["a", "b"]
 
 
@@ -54,11 +58,9 @@ def test_redundancy_keeps_first_of_near_duplicates():
     assert non_redundant(vectors).tolist() == [0, 2, 3]
     assert non_redundant(vectors, threshold=0.999).tolist() == [0, 1, 2, 3]
     assert non_redundant(vectors, threshold=0.5).tolist() == [0, 2]
-    cands = [cand(n) for n in "wxyz"]
-    for c, v in zip(cands, vectors, strict=True):
-        c.vector = v
+    cands = [cand(n, v) for n, v in zip("wxyz", vectors, strict=True)]
     trace = Trace()
-    kept = Redundancy(0.9)("q", cands, trace)
+    kept = Redundancy(0.9)(Query("q"), cands, trace)
     assert [c.chunk_id for c in kept] == ["w", "y", "z"]
     assert trace.get("redundancy").notes["dropped"] == ["x"]
 
@@ -83,9 +85,9 @@ def _scores_by_chunk(table: dict[str, str]):
 
 
 def test_relevance_filter_three_steps_and_threshold():
-    llm = ScriptedLLM(_scores_by_chunk({"good": "0.9", "fair": "0.6", "bad": "0.1"}))
+    llm = FakeLLM(chat_fn=on_prompt(_scores_by_chunk({"good": "0.9", "fair": "0.6", "bad": "0.1"})))
     trace = Trace()
-    kept = RelevanceFilter(llm)("q", [cand("bad"), cand("good"), cand("fair")], trace)
+    kept = RelevanceFilter(llm)(Query("q"), [cand("bad"), cand("good"), cand("fair")], trace)
     report = trace.get("relevance")
     assert [c.chunk_id for c in kept] == ["good", "fair"]  # mean 0.533 keeps 0.9 and 0.6
     assert report.calls == 9
@@ -96,9 +98,11 @@ def test_relevance_filter_three_steps_and_threshold():
 
 
 def test_relevance_unparsed_reply_is_neutral_and_recorded():
-    llm = ScriptedLLM(_scores_by_chunk({"good": "Score: 0.9", "odd": "very relevant!", "bad": "7"}))
+    llm = FakeLLM(
+        chat_fn=on_prompt(_scores_by_chunk({"good": "Score: 0.9", "odd": "very relevant!", "bad": "7"}))
+    )
     trace = Trace()
-    RelevanceFilter(llm)("q", [cand("good"), cand("odd"), cand("bad")], trace)
+    RelevanceFilter(llm)(Query("q"), [cand("good"), cand("odd"), cand("bad")], trace)
     report = trace.get("relevance")
     assert report.scores == pytest.approx({"good": 0.9, "odd": 0.5, "bad": 0.5})
     assert {(u["chunk_id"], u["step"]) for u in report.notes["unparsed"]} >= {
@@ -114,20 +118,26 @@ def test_llm_threshold_and_fallback():
         return "0.9" if "text of a" in prompt else "0.2"
 
     trace = Trace()
-    kept = RelevanceFilter(ScriptedLLM(reply), threshold="llm")("q", [cand("a"), cand("b")], trace)
+    kept = RelevanceFilter(FakeLLM(chat_fn=on_prompt(reply)), threshold="llm")(
+        Query("q"), [cand("a"), cand("b")], trace
+    )
     assert kept == []
     assert trace.get("relevance").notes["threshold_source"] == "llm"
-    broken = ScriptedLLM(
-        lambda p: "no idea" if p.startswith("Based") else ("0.9" if "text of a" in p else "0.2")
+    broken = FakeLLM(
+        chat_fn=on_prompt(
+            lambda p: "no idea" if p.startswith("Based") else ("0.9" if "text of a" in p else "0.2")
+        )
     )
     trace = Trace()
-    kept = RelevanceFilter(broken, threshold="llm")("q", [cand("a"), cand("b")], trace)
+    kept = RelevanceFilter(broken, threshold="llm")(Query("q"), [cand("a"), cand("b")], trace)
     assert [c.chunk_id for c in kept] == ["a"]
     assert trace.get("relevance").notes["threshold_source"] == "dynamic"
 
 
 def test_rewrite_uses_seed_prompt_and_cleans_reply():
-    llm = ScriptedLLM(lambda p: 'Rewritten Query: "Henry Feilden occupation details biography"\nmore')
+    llm = FakeLLM(
+        chat_fn=on_prompt(lambda p: 'Rewritten Query: "Henry Feilden occupation details biography"\nmore')
+    )
     trace = Trace()
     assert QueryRewrite(llm).rewrite("What is Henry Feilden's occupation?", trace) == (
         "Henry Feilden occupation details biography"

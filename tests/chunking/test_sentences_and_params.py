@@ -5,7 +5,6 @@ from __future__ import annotations
 import itertools
 
 import pytest
-from chunking_contract import hostile_text, non_space
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -16,6 +15,7 @@ from chunkwise.chunking.tokens import BLOCK_CHARS, CHINESE_CHARACTERS, HFTokenCo
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
 from chunkwise.models.bundled import minilm_dir
+from tests.support.contract import hostile_text, non_space
 
 
 def sentences(text: str) -> list[str]:
@@ -80,8 +80,8 @@ def test_counter_errors_are_config_errors(tmp_path) -> None:  # type: ignore[no-
 @pytest.mark.parametrize(
     ("params", "message"),
     [
-        ({"max_sise": 10}, "unknown parameter"),
-        ({"max_size": "ten"}, "expects int"),
+        ({"max_sise": 10}, r"recursive: unknown setting\(s\) max_sise; known: max_size, min_size"),
+        ({"max_size": "ten"}, "recursive.max_size: expected int, got 'ten'"),
         ({"max_size": 0}, "at least 1"),
         ({"max_size": 10, "min_size": 11}, "min_size"),
         ({"max_size": 10, "overlap": 10}, "overlap"),

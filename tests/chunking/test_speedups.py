@@ -8,7 +8,6 @@ from contextlib import contextmanager
 from typing import TypeVar
 
 import pytest
-from chunking_contract import hostile_text
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -27,6 +26,7 @@ from chunkwise.chunking.enforce import Spans, add_overlap, pack
 from chunkwise.chunking.measure import CharMeasure
 from chunkwise.document import Document
 from chunkwise.parsing.builder import DocumentBuilder
+from tests.support.contract import hostile_text
 
 NATIVE = speedups.native
 pytestmark = pytest.mark.skipif(NATIVE is None, reason="the compiled helper is not built")

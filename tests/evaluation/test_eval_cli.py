@@ -3,28 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from chunkwise.evaluation import verify
+from tests.support.cli import run_chunkwise
 
 pytestmark = pytest.mark.slow
-
-
-def chunkwise(*args: str, cache: Path) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, XDG_CACHE_HOME=str(cache), COLUMNS="200")
-    return subprocess.run(
-        [sys.executable, "-m", "chunkwise", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
 
 
 def test_eval_two_configurations_writes_json_and_html(data_dir: Path, tmp_path: Path) -> None:
@@ -33,7 +19,7 @@ def test_eval_two_configurations_writes_json_and_html(data_dir: Path, tmp_path: 
     large = tmp_path / "large.toml"
     large.write_text('[chunking]\nname = "fixed"\nparams = { max_size = 900 }\n', encoding="utf-8")
     out, page = tmp_path / "r.json", tmp_path / "r.html"
-    done = chunkwise(
+    done = run_chunkwise(
         "eval", "--data", str(data_dir / "eval" / "rmc_mini"), "--config", str(small), "--config", str(large),
         "--limit", "5", "--seed", "3", "-k", "3", "--json", str(out), "--html", str(page),
         cache=tmp_path / "cache",
@@ -56,14 +42,14 @@ def test_eval_two_configurations_writes_json_and_html(data_dir: Path, tmp_path: 
 def test_eval_reports_bad_input_on_one_line(data_dir: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[retrieval]\nwieght = 0.3\n", encoding="utf-8")
-    done = chunkwise(
+    done = run_chunkwise(
         "eval", "--data", str(data_dir / "eval" / "rmc_mini"), "--config", str(bad), "--json",
         str(tmp_path / "r.json"), cache=tmp_path,
     )  # fmt: skip
     assert done.returncode == 2
     assert done.stderr.startswith("error: ")
     assert "wieght" in done.stderr
-    done = chunkwise(
+    done = run_chunkwise(
         "eval", "--data", str(data_dir / "eval" / "rmc_mini"), "--metric", "iou@5", "--json",
         str(tmp_path / "r.json"), cache=tmp_path,
     )  # fmt: skip

@@ -31,11 +31,13 @@ def test_span_dataset_loads_verbatim_with_valid_spans(data_dir: Path) -> None:
     assert dataset.name == "xquad_mini"
     assert dataset.has_spans
     texts = {doc.id: doc.text for doc in dataset.documents}
+    lines = (data_dir / "eval" / "xquad_mini" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    raw = {row["qid"]: row for row in map(json.loads, lines)}
     for query in dataset.queries:
         assert query.spans
         assert query.gold_docs == tuple(dict.fromkeys(span.doc_id for span in query.spans))
-        for span in query.spans:
-            assert texts[span.doc_id][span.start : span.end] == span.text
+        for span, given in zip(query.spans, raw[query.qid]["spans"], strict=True):
+            assert texts[span.doc_id][span.start : span.end] == given["text"]
         assert "paragraph_span" in query.metadata
         assert query.answer
 
@@ -54,7 +56,10 @@ def test_offsets_are_code_points(tmp_path: Path) -> None:
         DOCS,
         [{"qid": "q", "query": "?", "spans": [{"doc_id": "b", "start": 8, "end": 15, "text": "epsilon"}]}],
     )
-    assert load_dataset(folder).queries[0].spans[0].text == "epsilon"
+    dataset = load_dataset(folder)
+    span = dataset.queries[0].spans[0]
+    text = next(doc.text for doc in dataset.documents if doc.id == span.doc_id)
+    assert text[span.start : span.end] == "epsilon"
 
 
 @pytest.mark.parametrize(

@@ -50,7 +50,8 @@ def test_fast_pipeline_calls_no_llm(xquad: Dataset) -> None:
     assert stages["embed"].calls == math.ceil(chunks / config.retrieval.embed_batch)
     assert stages["embed"].input_tokens == tokens_of(chars)
     assert stages["dense"].calls == 1  # the runner embeds the queries in one batch
-    unbatched = {s.stage: s for s in estimate_queries(xquad, config, batched=False)}
+    queries = [q.query for q in xquad.queries]
+    unbatched = {s.stage: s for s in estimate_queries(queries, config, batched=False)}
     assert unbatched["dense"].calls == len(xquad.queries)
     assert stages["dense"].input_tokens == sum(
         math.ceil(len(q.query) / CHARS_PER_TOKEN) for q in xquad.queries
@@ -83,19 +84,19 @@ def test_chunkrag_counts_every_llm_stage(xquad: Dataset) -> None:
     assert stages["chunking.embed"].model == "embedder"
     assert "chunking" not in stages
     # without answers (what eval runs) there is no answer stage
-    assert "answer" not in {s.stage for s in estimate_queries(xquad, config)}
+    assert "answer" not in {s.stage for s in estimate_queries([q.query for q in xquad.queries], config)}
 
 
 def test_llm_headers_two_calls_per_document(xquad: Dataset) -> None:
     config = from_dict({}, "dsrag")
-    stages = {s.stage: s for s in estimate_ingest(xquad, config)}
+    stages = {s.stage: s for s in estimate_ingest([d.text for d in xquad.documents], config)}
     assert stages["headers"].calls == 2 * len(xquad.documents)
 
 
 @pytest.mark.parametrize("chunker", ["agentic", "wrac", "logprob", "sections"])
 def test_llm_chunkers_are_counted(xquad: Dataset, chunker: str) -> None:
     config = from_dict({"chunking": {"name": chunker, "params": {"max_size": 400}}})
-    stage = {s.stage: s for s in estimate_ingest(xquad, config)}["chunking"]
+    stage = {s.stage: s for s in estimate_ingest([d.text for d in xquad.documents], config)}["chunking"]
     assert stage.model == "llm"
     assert stage.calls >= len(xquad.documents)
     doc_tokens = sum(tokens_of(len(d.text)) for d in xquad.documents)

@@ -12,10 +12,11 @@ from chunkwise.config import from_dict
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation import load_dataset, verify
 from chunkwise.evaluation.html_report import render_html
-from chunkwise.evaluation.runner import EvalProgress, Models, evaluate
+from chunkwise.evaluation.runner import EvalProgress, evaluate
+from chunkwise.models import Models
 from chunkwise.models.accounting import Ledger
 from chunkwise.models.managed import ManagedEmbedder
-from support.counting import CountingEmbedder
+from tests.support.fakes import CountingEmbedder
 
 pytestmark = pytest.mark.slow
 

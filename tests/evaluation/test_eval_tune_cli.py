@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-from test_eval_cli import chunkwise
 
 from chunkwise.evaluation.tuning import verify_tuning
+from tests.support.cli import run_chunkwise
 
 BM25_ONLY = "[headers]\nenabled = false\n[retrieval]\ndense = false\n[redundancy]\nenabled = false\n"
 
@@ -18,7 +18,7 @@ def test_tune_end_to_end(data_dir: Path, tmp_path: Path) -> None:
     base = tmp_path / "bm25.toml"
     base.write_text('[chunking]\nparams = { unit = "chars" }\n' + BM25_ONLY, encoding="utf-8")
     out = tmp_path / "tune.json"
-    done = chunkwise(
+    done = run_chunkwise(
         "tune", "--data", str(data_dir / "eval" / "xquad_mini"), "--chunker", "fixed",
         "--grid", "size=100,400,1600;overlap=0,0.25", "--metric", "iou@5", "--search", "random",
         "--trials", "3", "--seed", "2", "--holdout", "0.3", "--config", str(base), "--json", str(out),
@@ -37,7 +37,7 @@ def test_tune_end_to_end(data_dir: Path, tmp_path: Path) -> None:
 
 
 def test_tune_unknown_grid_key_is_one_line(data_dir: Path, tmp_path: Path) -> None:
-    done = chunkwise(
+    done = run_chunkwise(
         "tune", "--data", str(data_dir / "eval" / "xquad_mini"), "--chunker", "fixed",
         "--grid", "sise=100,200", "--json", str(tmp_path / "t.json"), cache=tmp_path / "cache",
     )  # fmt: skip
@@ -50,14 +50,14 @@ def test_tune_unknown_grid_key_is_one_line(data_dir: Path, tmp_path: Path) -> No
 def test_dry_runs_print_estimates_and_spend_nothing(data_dir: Path, tmp_path: Path) -> None:
     preset = tmp_path / "chunkrag.toml"
     preset.write_text('preset = "chunkrag"\n', encoding="utf-8")
-    evaluated = chunkwise(
+    evaluated = run_chunkwise(
         "eval", "--data", str(data_dir / "eval" / "rmc_mini"), "--config", str(preset),
         "--json", str(tmp_path / "e.json"), "--dry-run", cache=tmp_path / "cache",
     )  # fmt: skip
     assert evaluated.returncode == 0, evaluated.stderr
     for stage in ("rewrite", "relevance", "chunking.embed", "embed", "total llm", "total embedder"):
         assert stage in evaluated.stdout
-    tuned = chunkwise(
+    tuned = run_chunkwise(
         "tune", "--data", str(data_dir / "eval" / "xquad_mini"),
         "--grid", "size=200,400;retrieval.weight=0,1", "--dry-run", cache=tmp_path / "cache",
     )  # fmt: skip

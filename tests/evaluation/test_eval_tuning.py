@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from chunkwise.config import from_dict
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation import load_dataset
-from chunkwise.evaluation.runner import Models, evaluate
+from chunkwise.evaluation.runner import evaluate
 from chunkwise.evaluation.tuning import (
     apply_point,
     grid_points,
@@ -22,7 +22,8 @@ from chunkwise.evaluation.tuning import (
     tune,
     verify_tuning,
 )
-from support.counting import CountingEmbedder
+from chunkwise.models import Models
+from tests.support.fakes import CountingEmbedder
 
 #: BM25 only, no headers, no redundancy filter: the fastest pipeline, so a tuning run takes seconds.
 BM25_ONLY: dict[str, Any] = {

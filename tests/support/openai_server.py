@@ -4,9 +4,15 @@ It is a real server (``http.server`` in a thread) speaking the wire formats chun
 
 - ``POST /v1/chat/completions``: the answer comes from ``answer(request) -> str`` (default: echoes the
   last user message); usage counts whitespace-separated words, so accounting totals are predictable.
-- ``POST /v1/completions`` with ``echo`` + ``logprobs``: the prompt is split into tokens with
-  :func:`word_tokens` (words and single whitespace runs); each token gets the deterministic logprob
-  :func:`token_logprob`, ``top_logprobs`` holds the token and :data:`ALTERNATIVES`.
+- ``POST /v1/completions`` scores its prompt in either of vLLM's two shapes (``styles`` limits which
+  the server understands, to play servers that know only one or neither): with ``echo`` + ``logprobs``
+  (OpenAI's), or with ``prompt_logprobs`` (vLLM's: per position ``null`` first, then
+  ``{token_id: {"logprob", "rank", "decoded_token"}}`` with the prompt's own token first and the top
+  alternatives after it). The prompt is split into tokens with :func:`word_tokens` (words and single
+  whitespace runs); each token gets the deterministic logprob :func:`token_logprob`, and the top
+  alternatives are :data:`ALTERNATIVES`. ``max_tokens`` > 0 generates :data:`GENERATED`. A server that
+  does not know ``echo`` ignores it (as ``transformers serve`` does); one that does not know
+  ``prompt_logprobs`` refuses the request with HTTP 422 (as ``transformers serve`` does).
 - ``POST /v1/embeddings``: hash-seeded unit vectors of ``dim`` dimensions (:func:`hash_vector`).
 - ``POST /rerank`` and ``/v1/rerank`` (Cohere/Jina/TEI style): word-overlap scores.
 
@@ -39,6 +45,10 @@ import numpy as np
 
 Answer = Callable[[dict[str, Any]], str]
 ALTERNATIVES = ("\n\n", " the", ".")
+#: The one token a completion generates.
+GENERATED = " end"
+#: The prompt-scoring request shapes a server may understand (vLLM understands both).
+STYLES = ("echo", "prompt_logprobs")
 _WORDS = re.compile(r"\s+|[^\s]+")
 
 
@@ -116,10 +126,19 @@ class Request:
 class OpenAIServer:
     """The loopback server; use as a context manager, then read :attr:`base_url` (ends in ``/v1``)."""
 
-    def __init__(self, answer: Answer | None = None, *, dim: int = 32, model: str = "test-model") -> None:
+    def __init__(
+        self,
+        answer: Answer | None = None,
+        *,
+        dim: int = 32,
+        model: str = "test-model",
+        styles: tuple[str, ...] = STYLES,
+    ) -> None:
         self.answer: Answer = answer or _echo_last_user
         self.dim = dim
         self.model = model
+        self.styles = styles
+        self._vocabulary: dict[str, int] = {}
         self.requests: list[Request] = []
         self._script: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -200,36 +219,61 @@ class OpenAIServer:
     def _chat(self, payload: dict[str, Any]) -> dict[str, Any]:
         return self.chat_response(payload, self.answer(payload))
 
+    def token_id(self, token: str) -> int:
+        """The server's id of ``token`` (assigned on first sight)."""
+        with self._lock:
+            return self._vocabulary.setdefault(token, len(self._vocabulary))
+
     def _completions(self, payload: dict[str, Any]) -> dict[str, Any]:
+        if "prompt_logprobs" in payload and "prompt_logprobs" not in self.styles:
+            raise RefusedError("Unexpected fields in the request: {'prompt_logprobs'}")
         prompt = str(payload.get("prompt", ""))
         tokens = word_tokens(prompt)
-        offsets = [0]
-        for token in tokens[:-1]:
-            offsets.append(offsets[-1] + len(token))
-        logprobs = [None, *(token_logprob(t) for t in tokens[1:])]
-        top = [
-            None,
-            *({t: token_logprob(t), **{a: token_logprob(a) for a in ALTERNATIVES}} for t in tokens[1:]),
-        ]
+        generated = [GENERATED] if int(payload.get("max_tokens", 16)) > 0 else []
+        choice: dict[str, Any] = {"index": 0, "text": "".join(generated), "finish_reason": "length"}
+        echo = bool(payload.get("echo")) and "echo" in self.styles
+        if echo:
+            choice["text"] = prompt + choice["text"]
+            if payload.get("logprobs") is not None:
+                choice["logprobs"] = self._echo_logprobs([*tokens, *generated])
+        if payload.get("prompt_logprobs") is not None:
+            choice["prompt_logprobs"] = [None, *(self._position(t) for t in tokens[1:])]
         return {
             "id": "cmpl-test",
             "object": "text_completion",
             "model": payload.get("model", self.model),
-            "choices": [
-                {
-                    "index": 0,
-                    "text": prompt,
-                    "logprobs": {
-                        "tokens": tokens,
-                        "token_logprobs": logprobs,
-                        "top_logprobs": top,
-                        "text_offset": offsets,
-                    },
-                    "finish_reason": "length",
-                }
-            ],
-            "usage": {"prompt_tokens": len(tokens), "completion_tokens": 0, "total_tokens": len(tokens)},
+            "choices": [choice],
+            "usage": {
+                "prompt_tokens": len(tokens),
+                "completion_tokens": len(generated),
+                "total_tokens": len(tokens) + len(generated),
+            },
         }
+
+    @staticmethod
+    def _echo_logprobs(tokens: list[str]) -> dict[str, Any]:
+        """OpenAI's ``logprobs`` object over ``tokens`` (the first has no logprob)."""
+        offsets = [0]
+        for token in tokens[:-1]:
+            offsets.append(offsets[-1] + len(token))
+        return {
+            "tokens": tokens,
+            "token_logprobs": [None, *(token_logprob(t) for t in tokens[1:])],
+            "top_logprobs": [
+                None,
+                *({t: token_logprob(t), **{a: token_logprob(a) for a in ALTERNATIVES}} for t in tokens[1:]),
+            ],
+            "text_offset": offsets,
+        }
+
+    def _position(self, token: str) -> dict[str, dict[str, Any]]:
+        """vLLM's prompt logprobs at one position: the prompt's token first, then the top alternatives."""
+        ranked = sorted(ALTERNATIVES, key=token_logprob, reverse=True)
+        own_rank = 1 + sum(token_logprob(a) > token_logprob(token) for a in ranked if a != token)
+        entries = {str(self.token_id(token)): _logprob_entry(token, own_rank)}
+        for rank, alternative in enumerate(ranked, start=1):
+            entries.setdefault(str(self.token_id(alternative)), _logprob_entry(alternative, rank))
+        return entries
 
     def _embeddings(self, payload: dict[str, Any]) -> dict[str, Any]:
         inputs = payload["input"]
@@ -258,6 +302,14 @@ class OpenAIServer:
             "results": [{"index": i, "relevance_score": scores[i]} for i in order[:top_n]],
             "usage": {"total_tokens": tokens},
         }
+
+
+class RefusedError(Exception):
+    """A request the server does not accept (answered with HTTP 422 and ``detail``, as FastAPI does)."""
+
+
+def _logprob_entry(token: str, rank: int) -> dict[str, Any]:
+    return {"logprob": token_logprob(token), "rank": rank, "decoded_token": token}
 
 
 def _echo_last_user(payload: dict[str, Any]) -> str:
@@ -296,6 +348,9 @@ def _handler_class(server: OpenAIServer) -> type[BaseHTTPRequestHandler]:
                     if reply is not None and reply.content is not None
                     else server.respond(self.path, payload)
                 )
+            except RefusedError as exc:
+                self._send(422, json.dumps({"detail": str(exc)}).encode(), {})
+                return
             except (KeyError, TypeError, AttributeError) as exc:
                 message = {"error": {"message": f"bad request: {exc!r}"}}
                 self._send(404 if isinstance(exc, KeyError) else 400, json.dumps(message).encode(), {})

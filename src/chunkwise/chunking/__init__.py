@@ -8,12 +8,14 @@ contract of :mod:`chunkwise.chunking.enforce`.
 from __future__ import annotations
 
 import importlib
+from collections.abc import Mapping
 from typing import Any
 
-from chunkwise.chunking.base import BaseChunker, Chunker, ChunkerParams
+from chunkwise.chunking.base import BaseChunker, Chunker, ChunkerParams, parse_params
 from chunkwise.chunking.chunk import Chunk, ChunkBuilder, make_chunk
 from chunkwise.chunking.tokens import TokenCounter, get_counter
 from chunkwise.errors import ConfigError
+from chunkwise.models.context import Models
 
 __all__ = [
     "CHUNKERS",
@@ -23,9 +25,11 @@ __all__ = [
     "Chunker",
     "ChunkerParams",
     "TokenCounter",
+    "chunker_class",
     "get_chunker",
     "get_counter",
     "make_chunk",
+    "normalised_params",
 ]
 
 #: Chunker name -> ``"module:Class"``; modules are imported on first use.
@@ -42,11 +46,8 @@ CHUNKERS: dict[str, str] = {
 }
 
 
-def get_chunker(name: str, **params: Any) -> Chunker:
-    """The chunker ``name`` (a key of :data:`CHUNKERS` or ``package.module:Class``) built with ``params``.
-
-    Unknown names, unknown parameters and out-of-range values raise :class:`ConfigError`.
-    """
+def chunker_class(name: str) -> type[Any]:
+    """The class of chunker ``name`` (a key of :data:`CHUNKERS` or ``package.module:Class``)."""
     target = CHUNKERS.get(name, name)
     module_name, sep, class_name = target.partition(":")
     if not sep or not class_name:
@@ -54,10 +55,32 @@ def get_chunker(name: str, **params: Any) -> Chunker:
             f"unknown chunker {name!r}: use one of {', '.join(CHUNKERS)} or package.module:Class"
         )
     try:
-        cls = getattr(importlib.import_module(module_name), class_name)
+        cls: type[Any] = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"cannot load chunker {name!r}: {exc}") from exc
-    chunker = cls(**params)
+    return cls
+
+
+def normalised_params(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
+    """Every parameter of chunker ``name`` (defaults filled in, values typed) for ``params``, so that two
+    spellings of one setting compare equal; :class:`ConfigError` names an unknown key and the valid ones,
+    or a value out of range. Chunkers outside :class:`BaseChunker` take ``params`` as given."""
+    cls = chunker_class(name)
+    if issubclass(cls, BaseChunker):
+        return parse_params(name, cls.Params, params).to_dict()
+    return dict(params)
+
+
+def get_chunker(name: str, *, models: Models | None = None, **params: Any) -> Chunker:
+    """The chunker ``name`` (a key of :data:`CHUNKERS` or ``package.module:Class``) built with ``params``.
+
+    ``models`` is the run's model context: the model-driven chunkers (``semantic``, ``wrac``,
+    ``agentic``, ``logprob``, ``sections``) take their models from it, so its ledger accounts their
+    calls and its budget bounds them. Unknown names, unknown parameters and out-of-range values raise
+    :class:`ConfigError`.
+    """
+    cls = chunker_class(name)
+    chunker = cls(models=models, **params) if issubclass(cls, BaseChunker) else cls(**params)
     if not isinstance(chunker, Chunker):
-        raise ConfigError(f"{target} is not a chunker (it needs a name and chunk(doc))")
+        raise ConfigError(f"{name} is not a chunker (it needs a name and chunk(doc))")
     return chunker

@@ -9,7 +9,6 @@ rest, so the size and coverage contract holds for all of them alike.
 from __future__ import annotations
 
 import dataclasses
-import types
 import typing
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -18,10 +17,12 @@ from chunkwise.chunking.boundaries import RECURSIVE_LEVELS, Level
 from chunkwise.chunking.chunk import Chunk
 from chunkwise.chunking.enforce import ContextFn, Piece, SizeLimits, finalize
 from chunkwise.chunking.measure import Measure, measure_for
-from chunkwise.chunking.spans import NON_SPACE
 from chunkwise.chunking.tokens import TokenCounter, get_counter
+from chunkwise.chunking.trim import NON_SPACE
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
+from chunkwise.models.context import Models
+from chunkwise.settings import build
 
 #: The smallest budget a token unit accepts: one code point is at most 4 tokens of byte-level BPE.
 MIN_TOKEN_BUDGET = 4
@@ -96,47 +97,11 @@ class ChunkerParams:
 
 P = typing.TypeVar("P", bound=ChunkerParams)
 
-_TRUE = frozenset({"1", "true", "yes", "on"})
-_FALSE = frozenset({"0", "false", "no", "off"})
-
-
-def _coerce(chunker: str, key: str, value: Any, hint: Any) -> Any:
-    """``value`` converted to the annotated type; strings (from the CLI) are parsed."""
-    if isinstance(hint, types.UnionType) or typing.get_origin(hint) is typing.Union:
-        return value
-    try:
-        if hint is bool:
-            if isinstance(value, str):
-                if value.lower() not in _TRUE | _FALSE:
-                    raise ValueError(value)
-                return value.lower() in _TRUE
-            return bool(value)
-        if hint is int:
-            if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
-                raise ValueError(value)
-            return int(value)
-        if hint is float:
-            if isinstance(value, bool):
-                raise ValueError(value)
-            return float(value)
-        if hint is str:
-            if not isinstance(value, str):
-                raise ValueError(value)
-            return value
-    except (TypeError, ValueError) as exc:
-        raise ConfigError(f"{chunker}: parameter {key} expects {hint.__name__}, got {value!r}") from exc
-    return value
-
 
 def parse_params(chunker: str, cls: type[P], raw: Mapping[str, Any]) -> P:
-    """Build and validate ``cls`` from ``raw``; unknown names or bad values raise :class:`ConfigError`."""
-    hints = typing.get_type_hints(cls)
-    known = [f.name for f in dataclasses.fields(cls)]
-    unknown = sorted(set(raw) - set(known))
-    if unknown:
-        raise ConfigError(f"{chunker}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(known)}")
-    values = {key: _coerce(chunker, key, value, hints[key]) for key, value in raw.items()}
-    params = cls(**values)
+    """Build and validate ``cls`` from ``raw`` (strings from the command line are parsed); an unknown
+    name or a bad value raises :class:`ConfigError` naming the chunker, the key and the valid names."""
+    params = build(cls, raw, chunker, parse_strings=True)
     try:
         params.validate()
     except ConfigError as exc:
@@ -157,12 +122,20 @@ class BaseChunker:
     #: Whether overlaps start at a word boundary (a fixed-size chunker cuts anywhere).
     snap_overlap: ClassVar[bool] = True
 
-    def __init__(self, **params: Any) -> None:
+    def __init__(self, *, models: Models | None = None, **params: Any) -> None:
         self.params = parse_params(self.name, self.Params, params)
+        self._models = models
         try:
             self.counter: TokenCounter = get_counter(self.params.unit)
         except ConfigError as exc:
             raise ConfigError(f"{self.name}: {exc}") from exc
+
+    @property
+    def models(self) -> Models:
+        """The run's model context (a default one from the environment when none was given)."""
+        if self._models is None:
+            self._models = Models()
+        return self._models
 
     def chunk(self, doc: Document) -> list[Chunk]:
         """The chunks of ``doc`` under this chunker's rule and the shared size contract."""

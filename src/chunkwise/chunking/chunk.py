@@ -18,7 +18,7 @@ import numpy.typing as npt
 
 from chunkwise.chunking import speedups
 from chunkwise.document import Document
-from chunkwise.parsing.builder import heading_title
+from chunkwise.spans import Span
 
 #: Hex digits of a chunk id (80 bits).
 ID_HEX_DIGITS = 20
@@ -109,8 +109,17 @@ def chunk_id(text: str, start: int, end: int) -> str:
     return chunk_ids(id_keys(text), [start], [end])[0]
 
 
+def contextual_text(header: str, text: str) -> str:
+    """What embedders, BM25 and rerankers read for a chunk: its header, a blank line, its text.
+
+    The header (document title, summary, section path) is stored beside the chunk, never inside its
+    span, so offsets and citations stay exact while the ranking models still see the context.
+    """
+    return f"{header}\n\n{text}" if header else text
+
+
 @dataclass(frozen=True, slots=True)
-class Chunk:
+class Chunk(Span):
     """A retrieval unit: ``document.text[start:end] == text``.
 
     ``section`` is the heading path above the chunk (outermost first, at most three levels);
@@ -121,9 +130,6 @@ class Chunk:
     """
 
     id: str
-    doc_id: str
-    start: int
-    end: int
     text: str
     unit_ids: tuple[str, ...] = ()
     section: tuple[str, ...] = ()
@@ -250,7 +256,7 @@ def _unit_section_paths(doc: Document, depth: int = 3) -> list[tuple[str, ...]]:
     paths: list[tuple[str, ...]] = []
     for unit in doc.units:
         parent = full.get(unit.parent, ()) if unit.parent else ()
-        path = (*parent, heading_title(unit)) if unit.kind.value == "heading" else parent
+        path = (*parent, unit.title) if unit.kind.value == "heading" else parent
         if unit.kind.value == "heading":
             full[unit.id] = path
         paths.append(path[-depth:])
@@ -298,7 +304,7 @@ def section_path(doc: Document, offset: int, depth: int = 3) -> tuple[str, ...]:
     if node is not None and node.kind.value != "heading":
         node = by_id.get(node.parent) if node.parent else None
     while node is not None:
-        path.append(heading_title(node))
+        path.append(node.title)
         node = by_id.get(node.parent) if node.parent else None
     path.reverse()
     return tuple(path[-depth:])

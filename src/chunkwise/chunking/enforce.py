@@ -37,8 +37,8 @@ from chunkwise.chunking.boundaries import (
 )
 from chunkwise.chunking.chunk import Chunk, ChunkBuilder
 from chunkwise.chunking.measure import CharMeasure, Measure
-from chunkwise.chunking.spans import NON_SPACE, skip_space, trim
 from chunkwise.chunking.tokens import TokenCounter
+from chunkwise.chunking.trim import NON_SPACE, skip_space, trim
 from chunkwise.document import Document
 from chunkwise.errors import ChunkingError
 

@@ -22,6 +22,7 @@ from chunkwise.chunking.llm_report import ChunkingRun
 from chunkwise.chunking.measure import measure_for
 from chunkwise.chunking.structure import table_header_context
 from chunkwise.document import Document, UnitKind
+from chunkwise.models.context import Models
 from chunkwise.models.protocols import LLM, Message
 
 
@@ -29,8 +30,9 @@ from chunkwise.models.protocols import LLM, Message
 class LLMChunkerParams(ChunkerParams):
     """Settings every LLM-driven chunker takes on top of the common ones.
 
-    ``llm``: an :class:`~chunkwise.models.protocols.LLM`, or a spec for
-    :func:`chunkwise.models.get_llm` (``None``: the configured default, the bundled local model).
+    ``llm``: an :class:`~chunkwise.models.protocols.LLM`, or a spec (``"openai:gpt-4o-mini"``) for the
+    run's :class:`~chunkwise.models.Models` (``None``: its configured LLM, the bundled local model by
+    default). Either way the calls are accounted in the run's ledger and bounded by its budget.
     Chunks are larger by default than for the rule-based chunkers (1,000 characters) and chunks under
     ``min_size`` (100) are merged, as W-RAC merges small, contextless chunks.
     """
@@ -50,15 +52,19 @@ class LLMChunker(BaseChunker, ABC):
     Params: ClassVar[type[ChunkerParams]] = LLMChunkerParams
     params: LLMChunkerParams
 
-    def __init__(self, **params: object) -> None:
-        super().__init__(**params)
+    def __init__(self, *, models: Models | None = None, **params: object) -> None:
+        super().__init__(models=models, **params)
         self._llm: LLM | None = None
 
     @property
     def llm(self) -> LLM:
-        """The model, resolved (and loaded, for the local default) on first use."""
+        """The model, resolved through the run's model context (and loaded) on first use."""
         if self._llm is None:
-            self._llm = resolve_llm(self.params.llm)
+            spec = self.params.llm
+            if spec is None or isinstance(spec, str):
+                self._llm = self.models.llm(spec)
+            else:
+                self._llm = self.models.adopt("llm", spec)
         return self._llm
 
     def chunk(self, doc: Document) -> list[Chunk]:
@@ -90,15 +96,6 @@ class LLMChunker(BaseChunker, ABC):
         has_table = any(u.kind is UnitKind.TABLE for u in doc.units)
         context = table_header_context(doc) if has_table else None
         return finalize(doc, pieces, measure, self.params.limits(), self.levels, context=context)
-
-
-def resolve_llm(llm: LLM | str | None) -> LLM:
-    """``llm`` itself, or the model a spec names (``None``: the configured default, local by default)."""
-    if llm is None or isinstance(llm, str):
-        from chunkwise.models import get_llm
-
-        return get_llm(llm)
-    return llm
 
 
 class StructureRepair:

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chunkwise.chunking.chunk import Chunk
-from chunkwise.chunking.logprob_curve import BoundaryCurve
 
 #: The answer passed every check as first given.
 VALID = "valid"
@@ -79,8 +78,7 @@ class ChunkingReport:
 
 @dataclass(frozen=True, slots=True)
 class ChunkingRun:
-    """Chunks together with the report of how they were made (and, for ``logprob``, the score curve)."""
+    """Chunks together with the report of how they were made."""
 
     chunks: list[Chunk]
     report: ChunkingReport
-    curve: BoundaryCurve | None = None

@@ -13,8 +13,9 @@ marker there. Here:
   backend has none); the window is then teacher-forced as the assistant's answer, so each window costs
   one forward pass. Windows are ``window_chars`` long with ``overlap_chars`` of overlap; an overlap
   is split at its middle, the earlier window scoring the first half and the later one the second
-  (where it already has the first half as context). (The shared prefix
-  is recomputed per call: the local backend keeps no key-value cache between calls.)
+  (where it already has the first half as context). Windows are scored ``workers`` at a time
+  (independent calls: a server batches them, the local model runs them on separate cores); the result
+  does not depend on the order in which they finish.
 * a boundary inside a token (a line that starts mid-token) is scored as the seed describes: when the
   log-probability of the token's head is above :data:`PARTIAL_TOKEN_GATE` (−7), one extra evaluation
   after that head gives P(marker), and the two log-probabilities add (the product of probabilities);
@@ -32,6 +33,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cached_property
 from typing import ClassVar
@@ -78,6 +80,13 @@ the most numerous Branch of the State Legislature.
 
 No Person shall be a Representative who shall not have attained to the Age of twenty five Years, and \
 been seven Years a Citizen of the United States."""
+
+
+@dataclass(frozen=True, slots=True)
+class LogprobRun(ChunkingRun):
+    """A logprob chunking run with its boundary score curve (what ``--scores`` writes)."""
+
+    curve: BoundaryCurve | None = None
 
 
 def example_output(marker: str) -> str:
@@ -140,13 +149,15 @@ class LogprobParams(LLMChunkerParams):
     the decay baseline.
     ``window_chars``/``overlap_chars``: the text teacher-forced per forward pass, and the overlap of
     consecutive windows. ``max_extra``: mid-token evaluations allowed per window. ``marker``: the split
-    marker (empty: chosen per model and document by :func:`choose_marker`)."""
+    marker (empty: chosen per model and document by :func:`choose_marker`). ``workers``: windows scored
+    at the same time (2: the two cores this project is measured on; a remote server takes more)."""
 
     threshold: float = 2.0
     window_chars: int = 4000
     overlap_chars: int = 400
     max_extra: int = 8
     marker: str = ""
+    workers: int = 2
 
     def validate(self) -> None:
         """Check the LlamaChunk settings on top of the common ones."""
@@ -155,6 +166,8 @@ class LogprobParams(LLMChunkerParams):
             raise ConfigError(f"overlap_chars must be in [0, window_chars), got {self.overlap_chars}")
         if self.max_extra < 0:
             raise ConfigError(f"max_extra must be >= 0, got {self.max_extra}")
+        if self.workers < 1:
+            raise ConfigError(f"workers must be >= 1, got {self.workers}")
 
 
 class LogprobChunker(LLMChunker):
@@ -169,7 +182,7 @@ class LogprobChunker(LLMChunker):
         """Token heads worth a mid-token evaluation: those that are one token for this model."""
         return [h for h in PARTIAL_HEADS if self.llm.count_tokens(h) == 1]
 
-    def run(self, doc: Document) -> ChunkingRun:
+    def run(self, doc: Document) -> LogprobRun:
         """Score every token position of ``doc``, pick boundaries, and build the chunks."""
         text = doc.text
         marker = self.params.marker or choose_marker(self.llm, text)
@@ -181,9 +194,15 @@ class LogprobChunker(LLMChunker):
         reports: list[WindowReport] = []
         extra = scored_tokens = 0
         spans = windows(text, self.params.window_chars, self.params.overlap_chars)
-        for index, (start, end, own) in enumerate(spans):
+        heads = self._heads  # resolved here, once, not by the threads below
+
+        def score_span(span: tuple[int, int, int]) -> _WindowScores:
+            return self._score_window(text[span[0] : span[1]], marker, heads)
+
+        with ThreadPoolExecutor(min(self.params.workers, len(spans))) as pool:
+            scored = list(pool.map(score_span, spans))
+        for index, ((start, end, own), window) in enumerate(zip(spans, scored, strict=True)):
             own_to = spans[index + 1][2] if index + 1 < len(spans) else len(text)
-            window = self._score_window(text[start:end], marker)
             scored_tokens += len(window.offsets)
             extra += window.extra
             for off, lp, base, score in zip(
@@ -224,7 +243,7 @@ class LogprobChunker(LLMChunker):
             "tokens_per_second": round(scored_tokens / seconds, 1) if seconds > 0 else None,
         }
         report = ChunkingReport(self.name, doc.id, tuple(reports), stats)
-        return ChunkingRun(self.finish(doc, cuts), report, curve)
+        return LogprobRun(self.finish(doc, cuts), report, curve)
 
     def prompt(self, marker: str, window_text: str) -> str:
         """The chat-rendered prompt for one window: system, the few-shot pair, then the window as the
@@ -237,10 +256,10 @@ class LogprobChunker(LLMChunker):
         ]
         return render_chat(self.llm, messages)
 
-    def _score_window(self, chunk_text: str, marker: str) -> _WindowScores:
+    def _score_window(self, chunk_text: str, marker: str, heads: Sequence[str]) -> _WindowScores:
         """Marker log-probabilities at every token start of one window, and the decay-normalised score."""
         prompt = self.prompt(marker, chunk_text)
-        result = self.llm.logprobs(prompt, chunk_text, [marker, *self._heads], stage="chunk.logprob")
+        result = self.llm.logprobs(prompt, chunk_text, [marker, *heads], stage="chunk.logprob")
         offsets: list[int] = []
         values: list[float] = []
         extra_points: list[tuple[int, float, int]] = []
@@ -251,7 +270,7 @@ class LogprobChunker(LLMChunker):
                 continue  # a split before the very first token splits nothing
             offsets.append(offset)
             values.append(candidates.get(marker, LOGPROB_FLOOR))
-            head = _partial_head(token, self._heads)
+            head = _partial_head(token, heads)
             head_lp = candidates.get(head, LOGPROB_FLOOR) if head else LOGPROB_FLOOR
             if head and head_lp > PARTIAL_TOKEN_GATE and len(extra_points) < self.params.max_extra:
                 cut = offset + len(head)

@@ -145,6 +145,7 @@ class RunTokenMeasure:
         self._counter = counter
         self._cache: dict[str, int] = {}
         self._offsets: dict[str, tuple[list[int], list[int]]] = {}
+        self._run_cache: dict[int, tuple[list[int], list[int]]] = {}
         codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
         separator = _separator_mask(codes, counter.separators)
         isolated = _range_mask(codes, counter.isolated)
@@ -193,12 +194,21 @@ class RunTokenMeasure:
         return list(map(cache.__getitem__, texts))
 
     def _run_offsets(self, run: int) -> tuple[list[int], list[int]]:
-        """Token start and end offsets inside run ``run``, relative to the run's start (cached by text)."""
-        word = self._text[int(self._starts[run]) : int(self._ends[run])]
-        if word not in self._offsets:
-            token_starts, token_ends = self._counter.token_spans(word)
-            self._offsets[word] = token_starts.tolist(), token_ends.tolist()
-        return self._offsets[word]
+        """Token start and end offsets inside run ``run``, relative to the run's start.
+
+        Cached by text (repeated words are tokenised once) behind a cache by run index: a lookup by
+        text slices and hashes the run, which for one 200,000-character run, consulted at every chunk
+        boundary inside it, made chunking quadratic in the run's length.
+        """
+        offsets = self._run_cache.get(run)
+        if offsets is None:
+            word = self._text[int(self._starts[run]) : int(self._ends[run])]
+            offsets = self._offsets.get(word)
+            if offsets is None:
+                token_starts, token_ends = self._counter.token_spans(word)
+                offsets = self._offsets[word] = token_starts.tolist(), token_ends.tolist()
+            self._run_cache[run] = offsets
+        return offsets
 
     def _run_at(self, pos: int) -> int:
         """Index of the first run ending after ``pos``."""

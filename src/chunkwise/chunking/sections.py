@@ -19,7 +19,7 @@ import bisect
 import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import Any, ClassVar
 
 from chunkwise.chunking.base import Chunker, ChunkerParams
 from chunkwise.chunking.chunk import Chunk, ChunkBuilder
@@ -34,8 +34,8 @@ from chunkwise.chunking.sections_plan import (
 )
 from chunkwise.document import Document, UnitKind
 from chunkwise.errors import ConfigError, LLMResponseError
+from chunkwise.models.context import Models
 from chunkwise.models.protocols import Message
-from chunkwise.parsing.builder import heading_title
 
 SYSTEM_PROMPT = """You split documents into semantically cohesive sections. You get the lines of a \
 document, each prefixed with its line number in brackets. A section is a run of lines about one topic; \
@@ -86,15 +86,22 @@ class SectionsChunker(LLMChunker):
     Params: ClassVar[type[ChunkerParams]] = SectionsParams
     params: SectionsParams
 
-    def __init__(self, inner_chunker: Chunker | None = None, **params: object) -> None:
-        super().__init__(**params)
+    def __init__(
+        self, inner_chunker: Chunker | None = None, *, models: Models | None = None, **params: object
+    ) -> None:
+        super().__init__(models=models, **params)
         if inner_chunker is None:
             from chunkwise.chunking import get_chunker
 
             p = self.params
-            llm_param = {"llm": p.llm} if p.inner in ("wrac", "agentic", "logprob") else {}
+            llm_param: dict[str, Any] = {"llm": p.llm} if p.inner in ("wrac", "agentic", "logprob") else {}
             inner_chunker = get_chunker(
-                p.inner, max_size=p.max_size, min_size=p.min_size, unit=p.unit, **llm_param
+                p.inner,
+                models=self.models,
+                max_size=p.max_size,
+                min_size=p.min_size,
+                unit=p.unit,
+                **llm_param,
             )
         self.inner: Chunker = inner_chunker
 
@@ -161,7 +168,7 @@ class SectionsChunker(LLMChunker):
         for unit in doc.units:
             if unit.kind is UnitKind.HEADING and low < unit.start < high:
                 line = bisect.bisect_right(starts, unit.start) - 1
-                found.append(SectionStart(line, heading_title(unit)))
+                found.append(SectionStart(line, unit.title))
         if len(found) > 1:
             return found
         step = self.params.max_size * (1 if self.params.unit == "chars" else 4)  # about max_size units

@@ -1,13 +1,22 @@
 """``semantic``: chunks of consecutive sentences that stay on one topic, by embedding similarity.
 
-Three rules, one chunker:
+Every sentence is embedded; the cosine distance of consecutive sentences scores each gap between them;
+breaks go where the scores are strongest, and the size maximum applies on top. Where the breaks go:
 
-* ``breakpoint="threshold"`` (default), ChunkRAG (seed 001): embed each sentence; start a new chunk when
-  the cosine similarity of two consecutive sentences drops below ``threshold`` (θ = 0.8) or when adding
-  the sentence would pass the maximum size (500 characters by default).
-* ``breakpoint="percentile"``, the SemanticChunk baseline (seed 004): break where the cosine distance of
-  consecutive sentences exceeds the ``percentile``-th percentile (95) of all such distances in the
-  document; the size maximum applies the same way.
+* ``breakpoint="percentile"`` (default), the SemanticChunk baseline (seed 004) and LangChain's
+  ``SemanticChunker`` default: break where the distance exceeds its ``percentile``-th percentile over the
+  document. With ``percentile`` unset (the default), the percentile is **calibrated per document to the
+  size target**: the fewest, strongest breaks whose chunks average at most ``target`` x ``max_size``.
+  Where the size limit forces a cut, it falls on the chunk's highest-scoring gap, not on the last
+  sentence that fits.
+  A fixed percentile or threshold cannot do that: how many sentences make a topic depends on the
+  document and the size limit, and how far apart sentence vectors lie depends on the embedder (with
+  all-MiniLM-L6-v2, ChunkRAG's θ = 0.8 broke 631 times in a 643-sentence document).
+* ``breakpoint="gradient"``, LangChain's ``gradient`` rule for texts whose topics drift: the same, over
+  the gradient of the distances (a jump stands out more than a high but steady distance).
+* ``breakpoint="threshold"``, ChunkRAG (seed 001): a new chunk when the similarity of two consecutive
+  sentences drops below ``threshold`` (θ = 0.8, tuned by the paper for text-embedding-3-small) or when
+  adding the next sentence would pass ``max_size``.
 * ``method="cluster"``, Chroma's ClusterSemanticChunker: cut the text into small pieces
   (``piece_size``, recursive rules), embed them, and choose the segmentation that maximises the summed
   pairwise similarity inside chunks (similarities centred on their document mean) by dynamic
@@ -16,7 +25,7 @@ Three rules, one chunker:
 
 Sentences longer than the maximum are cut by the recursive rules below the sentence level. The embedder
 is any :class:`~chunkwise.models.protocols.Embedder` (vectors L2-normalised); the default is the bundled
-local MiniLM, loaded on first use.
+local embedder, loaded on first use.
 """
 
 from __future__ import annotations
@@ -26,6 +35,7 @@ from collections.abc import Sequence
 from typing import ClassVar
 
 import numpy as np
+import numpy.typing as npt
 
 from chunkwise.chunking.base import BaseChunker, ChunkerParams
 from chunkwise.chunking.boundaries import RECURSIVE_LEVELS, WITHIN_SENTENCE_LEVELS, Level
@@ -34,27 +44,31 @@ from chunkwise.chunking.measure import Measure
 from chunkwise.chunking.sentences import split_sentences
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
+from chunkwise.models.context import Models
 from chunkwise.models.protocols import Embedder, Vectors
 
-BREAKPOINTS = ("threshold", "percentile")
+BREAKPOINTS = ("percentile", "gradient", "threshold")
+Floats = npt.NDArray[np.float64]
 METHODS = ("greedy", "cluster")
 
 
 @dataclasses.dataclass(frozen=True)
 class SemanticParams(ChunkerParams):
-    """ChunkRAG defaults: θ = 0.8, at most 500 characters.
+    """At most 500 characters; breaks calibrated to chunks averaging 0.7 of that.
 
-    ``threshold``: similarity below which a new chunk starts (``breakpoint="threshold"``).
-    ``breakpoint``: ``threshold`` or ``percentile``. ``percentile``: the distance percentile that marks a
-    break (``breakpoint="percentile"``). ``method``: ``greedy`` (sentence by sentence) or ``cluster``
-    (dynamic programming over small pieces). ``piece_size``: the cluster method's piece size in
-    ``unit`` (0 means ``max_size // 8``). ``embedder``: an :class:`Embedder`, or a spec string for
-    :func:`chunkwise.models.get_embedder` (``None``: the default local embedder).
+    ``breakpoint``: ``percentile``, ``gradient`` or ``threshold``. ``percentile``: the score percentile
+    that marks a break; ``None`` calibrates it to ``target`` (a fraction of ``max_size``) per document.
+    ``threshold``: similarity below which a new chunk starts (``breakpoint="threshold"``). ``method``:
+    ``greedy`` (sentence by sentence) or ``cluster`` (dynamic programming over small pieces).
+    ``piece_size``: the cluster method's piece size in ``unit`` (0 means ``max_size // 8``). ``embedder``:
+    an :class:`Embedder`, or a spec string for the run's :class:`~chunkwise.models.Models` (``None``: its
+    configured embedder).
     """
 
+    breakpoint: str = "percentile"
+    percentile: float | None = None
+    target: float = 0.7
     threshold: float = 0.8
-    breakpoint: str = "threshold"
-    percentile: float = 95.0
     method: str = "greedy"
     piece_size: int = 0
     embedder: Embedder | str | None = None
@@ -68,26 +82,12 @@ class SemanticParams(ChunkerParams):
             raise ConfigError(f"method must be one of {', '.join(METHODS)}, got {self.method!r}")
         if not -1.0 <= self.threshold <= 1.0:
             raise ConfigError(f"threshold must be a cosine similarity in [-1, 1], got {self.threshold}")
-        if not 0.0 <= self.percentile <= 100.0:
+        if self.percentile is not None and not 0.0 <= self.percentile <= 100.0:
             raise ConfigError(f"percentile must be in [0, 100], got {self.percentile}")
+        if not 0.0 < self.target <= 1.0:
+            raise ConfigError(f"target must be a fraction of max_size in (0, 1], got {self.target}")
         if not 0 <= self.piece_size <= self.max_size:
             raise ConfigError(f"piece_size must be between 0 and max_size, got {self.piece_size}")
-
-
-def resolve_embedder(spec: Embedder | str | None) -> Embedder:
-    """An embedder object for ``spec`` (an object passes through; strings go to the model factory)."""
-    if spec is not None and not isinstance(spec, str):
-        return spec
-    try:
-        from chunkwise.models import get_embedder  # type: ignore[attr-defined,unused-ignore]
-    except ImportError:
-        if spec not in (None, "local"):
-            raise ConfigError(f"embedder {spec!r} needs chunkwise.models.get_embedder") from None
-        from chunkwise.models.local_embedder import LocalEmbedder
-
-        return LocalEmbedder()
-    embedder: Embedder = get_embedder(spec)
-    return embedder
 
 
 def breaks_below(similarities: Vectors, threshold: float) -> list[bool]:
@@ -95,19 +95,55 @@ def breaks_below(similarities: Vectors, threshold: float) -> list[bool]:
     return [bool(s < threshold) for s in similarities]
 
 
-def breaks_above_percentile(similarities: Vectors, percentile: float) -> list[bool]:
-    """SemanticChunk: a break where the distance ``1 - sim`` exceeds its ``percentile``-th percentile."""
-    distances = 1.0 - similarities
-    if distances.size == 0:
+def breaks_above_percentile(scores: Floats, percentile: float) -> list[bool]:
+    """A break where a gap's score (higher: stronger break) exceeds its ``percentile``-th percentile."""
+    if scores.size == 0:
         return []
-    cutoff = float(np.percentile(distances, percentile))
-    return [bool(d > cutoff) for d in distances]
+    cutoff = float(np.percentile(scores, percentile))
+    return [bool(d > cutoff) for d in scores]
+
+
+def gap_scores(similarities: Vectors, breakpoint: str) -> Floats:
+    """How strongly each gap between consecutive sentences marks a break: the cosine distance
+    (``percentile``), or its gradient (``gradient``, LangChain's rule; flat for fewer than two gaps)."""
+    distances = np.asarray(1.0 - similarities, dtype=np.float64)
+    if breakpoint == "gradient" and distances.size >= 2:
+        return np.asarray(np.gradient(distances), dtype=np.float64)
+    return distances
+
+
+def calibrated_breaks(
+    scores: Floats, spans: Sequence[tuple[int, int]], measure: Measure, budget: int, target: float
+) -> list[bool]:
+    """Breaks at the ``m`` highest-scoring gaps, ``m`` the fewest (by bisection) whose chunks, grouped by
+    :func:`group_scored` under ``budget``, average at most ``target`` x ``budget``: the percentile that
+    meets the size target. Ties keep document order."""
+    order = np.argsort(-np.asarray(scores), kind="stable")
+    goal = target * budget
+
+    def breaks_for(m: int) -> list[bool]:
+        chosen = np.zeros(len(scores), dtype=bool)
+        chosen[order[:m]] = True
+        return [bool(b) for b in chosen]
+
+    def mean_size(m: int) -> float:
+        pieces = group_scored(spans, breaks_for(m), scores, measure, budget)
+        return sum(measure.size(a, b) for a, b, _ in pieces) / len(pieces)
+
+    low, high = 0, len(scores)
+    while low < high:
+        middle = (low + high) // 2
+        if mean_size(middle) <= goal:
+            high = middle
+        else:
+            low = middle + 1
+    return breaks_for(low)
 
 
 def group_spans(
     spans: Sequence[tuple[int, int]], breaks: Sequence[bool], measure: Measure, budget: int
 ) -> list[Piece]:
-    """Consecutive spans joined until a break or until the next span would pass ``budget``."""
+    """Consecutive spans joined until a break or until the next span would pass ``budget`` (ChunkRAG)."""
     pieces: list[Piece] = []
     start = spans[0][0]
     for (_, prev_end), (span_start, span_end), brk in zip(spans[:-1], spans[1:], breaks, strict=True):
@@ -115,6 +151,34 @@ def group_spans(
             pieces.append((start, prev_end, 0))
             start = span_start
     pieces.append((start, spans[-1][1], 0))
+    return pieces
+
+
+def group_scored(
+    spans: Sequence[tuple[int, int]],
+    breaks: Sequence[bool],
+    scores: Floats,
+    measure: Measure,
+    budget: int,
+) -> list[Piece]:
+    """Consecutive spans joined until a break; where the next span would pass ``budget``, the chunk ends
+    at its highest-scoring gap rather than at the last span that fits, so a cut forced by the size limit
+    still falls on the clearest topic shift inside the chunk. ``scores[g]`` scores the gap between spans
+    ``g`` and ``g + 1``."""
+    pieces: list[Piece] = []
+    first = 0  # index of the current chunk's first span
+    index = 1
+    while index < len(spans):
+        if breaks[index - 1]:
+            pieces.append((spans[first][0], spans[index - 1][1], 0))
+            first = index
+        elif index > first and measure.size(spans[first][0], spans[index][1]) > budget:
+            gap = first + int(np.argmax(scores[first:index]))  # the chunk ends after span ``gap``
+            pieces.append((spans[first][0], spans[gap][1], 0))
+            first = gap + 1
+            continue  # the shorter chunk may still be too long with span ``index``
+        index += 1
+    pieces.append((spans[first][0], spans[-1][1], 0))
     return pieces
 
 
@@ -175,15 +239,19 @@ class SemanticChunker(BaseChunker):
     levels: ClassVar[tuple[Level, ...]] = WITHIN_SENTENCE_LEVELS
     params: SemanticParams
 
-    def __init__(self, **params: object) -> None:
-        super().__init__(**params)
+    def __init__(self, *, models: Models | None = None, **params: object) -> None:
+        super().__init__(models=models, **params)
         self._embedder: Embedder | None = None
 
     @property
     def embedder(self) -> Embedder:
-        """The embedder, resolved (and loaded, for the local default) on first use."""
+        """The embedder, resolved through the run's model context (and loaded) on first use."""
         if self._embedder is None:
-            self._embedder = resolve_embedder(self.params.embedder)
+            spec = self.params.embedder
+            if spec is None or isinstance(spec, str):
+                self._embedder = self.models.embedder(spec)
+            else:
+                self._embedder = self.models.adopt("embedder", spec)
         return self._embedder
 
     def pieces(self, doc: Document, measure: Measure, limits: SizeLimits) -> list[Piece]:
@@ -203,8 +271,12 @@ class SemanticChunker(BaseChunker):
             return [(a, b, 0) for a, b in spans]
         vectors = self.embedder.embed([text[a:b] for a, b in spans])
         similarities = np.einsum("ij,ij->i", vectors[:-1], vectors[1:])
-        if self.params.breakpoint == "percentile":
-            breaks = breaks_above_percentile(similarities, self.params.percentile)
+        params = self.params
+        if params.breakpoint == "threshold":
+            return group_spans(spans, breaks_below(similarities, params.threshold), measure, budget)
+        scores = gap_scores(similarities, params.breakpoint)
+        if params.percentile is None:
+            breaks = calibrated_breaks(scores, spans, measure, budget, params.target)
         else:
-            breaks = breaks_below(similarities, self.params.threshold)
-        return group_spans(spans, breaks, measure, budget)
+            breaks = breaks_above_percentile(scores, params.percentile)
+        return group_scored(spans, breaks, scores, measure, budget)

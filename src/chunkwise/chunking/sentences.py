@@ -1,9 +1,9 @@
 """An offline, rule-based sentence splitter that returns exact spans.
 
-Why rules and not a model: NLTK's punkt data cannot be downloaded here, and pysbd (installed, and able to
-return character spans) segments about 0.15 MB/s on this machine, two orders of magnitude slower than
-this scan (``bench/chunk_quality.py`` times both on the chroma corpora and uses pysbd as the independent
-judge of boundary quality). The rules below cover what matters for chunking:
+Why rules and not a model: NLTK's punkt data cannot be downloaded here, and pysbd (in the ``bench``
+extra, and able to return character spans) segments about 0.15 MB/s on this machine, two orders of
+magnitude slower than this scan (``bench/chunk_quality.py`` times both on the chroma corpora and uses
+pysbd as the independent judge of boundary quality). The rules below cover what matters for chunking:
 
 * a sentence ends after ``.``, ``!``, ``?`` or ``…`` (runs like ``?!`` or ``...`` included), optionally
   followed by closing quotes or brackets, when whitespace follows;
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 
-from chunkwise.chunking.spans import trim
+from chunkwise.chunking.trim import trim
 
 #: Lower-cased words that take a period without ending a sentence.
 ABBREVIATIONS: frozenset[str] = frozenset(

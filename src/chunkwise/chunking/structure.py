@@ -19,7 +19,6 @@ A document without units (plain text) falls back to its blank-line paragraphs, a
 
 from __future__ import annotations
 
-import bisect
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -29,7 +28,8 @@ from chunkwise.chunking.base import BaseChunker
 from chunkwise.chunking.boundaries import LINE_LEVELS, RECURSIVE_LEVELS, Level
 from chunkwise.chunking.enforce import ContextFn, Piece, SizeLimits, pack
 from chunkwise.chunking.measure import Measure
-from chunkwise.chunking.spans import trim
+from chunkwise.chunking.tables import table_header
+from chunkwise.chunking.trim import trim
 from chunkwise.document import ATOMIC_KINDS, Document, UnitKind
 
 _PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")
@@ -94,16 +94,10 @@ def _join_bare_headings(blocks: list[Block]) -> list[Block]:
 
 def table_header_context(doc: Document) -> ContextFn:
     """Context for chunks that start inside a table past its header: the header and delimiter rows."""
-    tables = [u for u in doc.units if u.kind is UnitKind.TABLE]
-    starts = [u.start for u in tables]
+    text = doc.text
 
     def context(start: int, end: int) -> str:
-        i = bisect.bisect_right(starts, start) - 1
-        if i < 0 or start >= tables[i].end:
-            return ""
-        lines = tables[i].text.split("\n", 2)
-        header = "\n".join(lines[:2])
-        return header if start >= tables[i].start + len(header) else ""
+        return table_header(text, start)
 
     return context
 

@@ -3,24 +3,31 @@
 With ``--json`` the output is one JSON object: ``doc_id``, ``chunker``, ``params``, ``chunks`` (id, start,
 end, text, unit_ids, section, tokens, plus context where a chunker records one) and ``stats`` (count,
 mean/min/max size in the chunker's unit, and coverage: the share of the document's non-whitespace
-characters inside some chunk). The LLM-driven chunkers add ``llm_report``: per window the outcome
-(``valid``, ``valid_after_reprompt``, ``repaired``, ``fallback``) and the problems found in the model's
-answers. Without ``--json``, a table.
+characters inside some chunk) and ``accounting`` (model calls, cache hits, input/output tokens, cost and
+seconds, in total, per stage and per role: what ``search`` and ``ask`` report too). The LLM-driven
+chunkers add ``llm_report``: per window the outcome (``valid``, ``valid_after_reprompt``, ``repaired``,
+``fallback``) and the problems found in the model's answers; ``logprob`` adds ``curve``, its boundary
+score curve. The body is built by :func:`chunkwise.results.chunk_result`, which the server's
+``POST /v1/chunk`` returns too. Without ``--json``, a table with the totals. ``--max-bytes`` and
+``--max-chars`` bound the parse and ``--max-chunks`` the chunks of the document
+(:mod:`chunkwise.chunking.limits`).
 """
 
 from __future__ import annotations
 
-import json
-import statistics
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from chunkwise.chunking import CHUNKERS, Chunk, get_chunker
-from chunkwise.chunking.llm_common import LLMChunker
-from chunkwise.document import Document
+from chunkwise.chunking import CHUNKERS, get_chunker
+from chunkwise.chunking.limits import MAX_CHUNKS
+from chunkwise.cli.parse_cmd import DEFAULT_LIMITS, MaxBytesOption, MaxCharsOption
+from chunkwise.cli.terminal import json_line, plain
 from chunkwise.errors import ConfigError
+from chunkwise.models.context import Models
+from chunkwise.parsing import ParseLimits
+from chunkwise.results import chunk_result
 
 
 def parse_settings(pairs: list[str]) -> dict[str, str]:
@@ -32,46 +39,6 @@ def parse_settings(pairs: list[str]) -> dict[str, str]:
             raise ConfigError(f"--set expects key=value, got {pair!r}")
         settings[key.strip()] = value.strip()
     return settings
-
-
-def _content_chars(text: str) -> int:
-    """Number of non-whitespace characters."""
-    return len("".join(text.split()))
-
-
-def chunk_stats(doc: Document, chunks: list[Chunk]) -> dict[str, Any]:
-    """Count, size statistics (in the chunker's unit) and non-whitespace coverage."""
-    sizes = [c.tokens for c in chunks]
-    covered = 0
-    reach = 0
-    for c in sorted(chunks, key=lambda c: c.start):
-        if c.end > reach:
-            covered += _content_chars(doc.text[max(c.start, reach) : c.end])
-            reach = c.end
-    content = _content_chars(doc.text)
-    return {
-        "count": len(chunks),
-        "mean_size": round(statistics.fmean(sizes), 2) if sizes else 0,
-        "min_size": min(sizes, default=0),
-        "max_size": max(sizes, default=0),
-        "coverage": round(covered / content, 6) if content else 1.0,
-    }
-
-
-def chunk_row(chunk: Chunk) -> dict[str, Any]:
-    """One chunk as printed by ``--json``."""
-    row: dict[str, Any] = {
-        "id": chunk.id,
-        "start": chunk.start,
-        "end": chunk.end,
-        "text": chunk.text,
-        "unit_ids": list(chunk.unit_ids),
-        "section": list(chunk.section),
-        "tokens": chunk.tokens,
-    }
-    if chunk.context:
-        row["context"] = chunk.context
-    return row
 
 
 def register(app: typer.Typer) -> None:
@@ -109,6 +76,11 @@ def register(app: typer.Typer) -> None:
             Path | None,
             typer.Option("--scores", help="logprob: write the boundary score curve (.json, else CSV)."),
         ] = None,
+        max_bytes: MaxBytesOption = DEFAULT_LIMITS.max_bytes,
+        max_chars: MaxCharsOption = DEFAULT_LIMITS.max_chars,
+        max_chunks: Annotated[
+            int, typer.Option("--max-chunks", help="Refuse a document that becomes more chunks.", min=1)
+        ] = MAX_CHUNKS,
     ) -> None:
         """Chunk FILE and print the chunks with their offsets."""
         from chunkwise.parsing import parse_file
@@ -123,28 +95,19 @@ def register(app: typer.Typer) -> None:
                 "llm": llm,
             }
             params.update({key: value for key, value in options.items() if value is not None})
-            built = get_chunker(chunker, **params)
+            models = Models()
+            built = get_chunker(chunker, models=models, **params)
         except ConfigError as exc:
             raise ConfigError(f"{file}: {exc}") from exc
-        doc = parse_file(file)
-        run = built.run(doc) if isinstance(built, LLMChunker) else None
-        chunks = run.chunks if run else built.chunk(doc)
+        doc = parse_file(file, limits=ParseLimits(max_bytes=max_bytes, max_chars=max_chars))
+        result = chunk_result(doc, built, params, models, max_chunks)
         if scores is not None:
-            if run is None or run.curve is None:
+            if result.curve is None:
                 raise ConfigError(f"{file}: --scores needs --chunker logprob")
-            run.curve.write(scores)
-        described = built.describe() if hasattr(built, "describe") else {"params": params}
-        report = {
-            "doc_id": doc.id,
-            "chunker": built.name,
-            "params": described["params"],
-            "chunks": [chunk_row(c) for c in chunks],
-            "stats": chunk_stats(doc, chunks),
-        }
-        if run is not None:
-            report["llm_report"] = run.report.to_dict()
+            result.curve.write(scores)
+        report = result.to_dict()
         if as_json:
-            typer.echo(json.dumps(report, ensure_ascii=False))
+            typer.echo(json_line(report))
             return
         _print_table(report)
 
@@ -154,7 +117,7 @@ def _print_table(report: dict[str, Any]) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{report['doc_id']} · {report['chunker']}")
+    table = Table(title=plain(f"{report['doc_id']} · {report['chunker']}"))
     for column in ("#", "start", "end", "size", "section", "text"):
         table.add_column(column, overflow="fold")
     for i, row in enumerate(report["chunks"]):
@@ -164,12 +127,19 @@ def _print_table(report: dict[str, Any]) -> None:
             str(row["start"]),
             str(row["end"]),
             str(row["tokens"]),
-            " > ".join(row["section"]),
-            preview if len(preview) <= 80 else preview[:77] + "...",
+            plain(" > ".join(row["section"])),
+            plain(preview if len(preview) <= 80 else preview[:77] + "..."),
         )
     console = Console()
     console.print(table)
     console.print(", ".join(f"{k}: {v}" for k, v in report["stats"].items()))
+    total = report["accounting"]["total"]
+    if total["calls"] or total["cache_hits"]:
+        console.print(
+            f"model calls: {total['calls']} (+{total['cache_hits']} cached), input tokens: "
+            f"{total['input_tokens']}, output tokens: {total['output_tokens']}, cost: ${total['cost']:.6f}, "
+            f"{total['latency_s']:.2f} s"
+        )
     if "llm_report" in report:
         llm_report = report["llm_report"]
         outcomes = ", ".join(f"{k}: {v}" for k, v in llm_report["outcomes"].items())

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from rich.table import Table
 
 from chunkwise.evaluation.estimate import RunEstimate
 
 
-def estimate_table(estimate: RunEstimate, title: str) -> Table:
-    """One row per stage and one total per model (LLM, embedder): calls, input and output tokens."""
+def estimate_table(estimate: RunEstimate, title: str, models: Sequence[str] = ("llm", "embedder")) -> Table:
+    """One row per stage and one total per model of ``models``: calls, input and output tokens."""
     table = Table(title=title)
     for column in ("stage", "model", "calls", "input tokens", "output tokens"):
         table.add_column(column, justify="left" if column in ("stage", "model") else "right")
@@ -20,7 +22,7 @@ def estimate_table(estimate: RunEstimate, title: str) -> Table:
             f"{stage.input_tokens:,}",
             f"{stage.output_tokens:,}",
         )
-    for model in ("llm", "embedder"):
+    for model in models:
         total = estimate.total(model)
         table.add_row(
             f"total {model}",

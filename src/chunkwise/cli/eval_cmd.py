@@ -12,7 +12,6 @@ prints the estimated model calls and tokens per stage (:mod:`chunkwise.evaluatio
 
 from __future__ import annotations
 
-import os
 import tomllib
 from pathlib import Path
 from typing import Annotated, Any
@@ -23,6 +22,7 @@ from rich.table import Table
 
 from chunkwise.cli.dry_run import estimate_table
 from chunkwise.cli.progress import time_left_progress
+from chunkwise.cli.terminal import markup_literal, plain
 from chunkwise.config import PipelineConfig, from_dict
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation.datasets import load_dataset
@@ -30,12 +30,13 @@ from chunkwise.evaluation.estimate import estimate_run
 from chunkwise.evaluation.html_report import render_html
 from chunkwise.evaluation.report import EvaluationReport
 from chunkwise.evaluation.runner import EvalProgress, evaluate
+from chunkwise.models.config import cache_root
 
 
 def default_workdir() -> Path:
-    """Where indexes are cached: ``$XDG_CACHE_HOME/chunkwise/eval`` (``~/.cache/chunkwise/eval``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "chunkwise" / "eval"
+    """Where indexes are cached: ``eval`` under the cache root (:func:`~chunkwise.models.config.cache_root`:
+    ``$CHUNKWISE_CACHE_DIR``, else ``$XDG_CACHE_HOME/chunkwise``, else ``~/.cache/chunkwise``)."""
+    return cache_root() / "eval"
 
 
 def load_configs(paths: list[Path], preset: str | None) -> list[tuple[str, PipelineConfig]]:
@@ -57,10 +58,10 @@ def load_configs(paths: list[Path], preset: str | None) -> list[tuple[str, Pipel
 
 def summary_table(report: EvaluationReport) -> Table:
     """Aggregate metrics and total seconds: one row per metric, one column per configuration."""
-    table = Table(title=f"{report.dataset['name']}: {report.dataset['queries']} queries")
+    table = Table(title=plain(f"{report.dataset['name']}: {report.dataset['queries']} queries"))
     table.add_column("metric")
     for config in report.configs:
-        table.add_column(config.name, justify="right")
+        table.add_column(plain(config.name), justify="right")
     for metric in report.metrics:
         table.add_row(metric, *(f"{config.metrics[metric]:.4f}" for config in report.configs))
     table.add_row("seconds", *(f"{sum(c.seconds for c in config.costs):.1f}" for config in report.configs))
@@ -106,7 +107,9 @@ def eval_command(
         def on_progress(event: EvalProgress) -> None:
             key = (event.config, event.phase)
             if key not in tasks:
-                tasks[key] = progress.add_task(f"{event.config}: {event.phase}", total=event.total)
+                tasks[key] = progress.add_task(
+                    f"{markup_literal(event.config)}: {event.phase}", total=event.total
+                )
             progress.update(tasks[key], completed=event.done, total=event.total)
 
         report = evaluate(

@@ -1,14 +1,14 @@
 """``chunkwise ingest PATH... --kb DIR``: parse, chunk, add headers, embed and store files.
 
-Directories are searched (recursively) for supported files. A rich progress bar shows the files done;
-each file that fails is reported as ``error: <file>: <reason>`` on stderr and the batch goes on (exit
-status 2 if any failed). Unchanged files are skipped, changed ones replaced. ``--json`` prints the
-ingest report (added, replaced, skipped, failed, chunks, seconds, embed_seconds) and accounting totals.
+Directories are searched (recursively) for supported files. A rich progress bar shows the files done
+(and, inside a long document, its chunks embedded so far); each file that fails is reported as
+``error: <file>: <reason>`` on stderr and the batch goes on (exit status 2 if any failed). Unchanged
+files are skipped, changed ones replaced. ``--json`` prints the ingest report (added, replaced, skipped,
+failed, chunks, seconds, embed_seconds) and accounting totals.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated
@@ -26,7 +26,11 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
-from chunkwise.kb import IngestEvent, expand_paths
+from chunkwise.cli.local_llm_notice import YesOption, confirm_ingest, measured
+from chunkwise.cli.terminal import error_line, json_line, markup_literal
+from chunkwise.ingest.paths import expand_paths
+from chunkwise.ingest.report import IngestEvent
+from chunkwise.results import ingest_body
 
 
 def ingest_command(
@@ -38,11 +42,14 @@ def ingest_command(
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
     as_json: JsonOption = False,
+    yes: YesOption = False,
 ) -> None:
     """Add documents to a knowledge base (one transaction per document)."""
     console = Console(stderr=True)
     with open_kb(kb, config, preset, create=True, max_cost=max_cost, max_tokens=max_tokens) as base:
-        total = len(expand_paths(paths))
+        files = expand_paths(paths)
+        confirm_ingest(base.config, files, yes=yes)
+        total = len(files)
         with Progress(
             TextColumn("[bold]ingest"),
             BarColumn(),
@@ -55,14 +62,19 @@ def ingest_command(
             task = progress.add_task("", total=total)
 
             def on_progress(event: IngestEvent) -> None:
-                progress.update(task, completed=event.done, description=f"{event.status}: {event.source}")
+                if event.status == "embedding":  # inside a long document
+                    name = markup_literal(event.source)
+                    description = f"embedding {name}: {event.embedded}/{event.chunks} chunks"
+                else:
+                    description = f"{event.status}: {markup_literal(event.source)}"
+                progress.update(task, completed=event.done, description=description)
 
-            report = base.add(paths, on_progress=on_progress)
+            with measured(base.models):
+                report = base.add(paths, on_progress=on_progress)
         for source, reason in report.failed:
-            sys.stderr.write(f"error: {source}: {reason}\n")
+            error_line(f"{source}: {reason}")
         if as_json:
-            body = dict(report.to_dict(), accounting=base.ledger.to_dict(), counts=base.store.counts())
-            sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
+            sys.stdout.write(json_line(ingest_body(report, base.models, base.store)) + "\n")
         else:
             counts = base.store.counts()
             Console().print(

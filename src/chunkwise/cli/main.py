@@ -2,15 +2,16 @@
 
 Each sub-command lives in its own module exposing ``register(app)``; this module wires them together and
 turns library errors into a one-line ``error: <file>: <reason>`` with exit status 2, never a traceback.
+Everything printed from a file name or a document goes through :mod:`chunkwise.cli.terminal`.
 """
 
 from __future__ import annotations
 
 import importlib
-import sys
 
 import typer
 
+from chunkwise.cli.terminal import error_line
 from chunkwise.errors import ChunkwiseError
 
 #: Modules that add commands to the app, in help order.
@@ -19,7 +20,10 @@ COMMAND_MODULES: tuple[str, ...] = (
     "chunkwise.cli.chunk_cmd",
     "chunkwise.cli.ingest_cmd",
     "chunkwise.cli.search_cmd",
+    "chunkwise.cli.segments_cmd",
     "chunkwise.cli.ask_cmd",
+    "chunkwise.cli.kb_cmd",
+    "chunkwise.cli.serve_cmd",
     "chunkwise.cli.eval_cmd",
     "chunkwise.cli.tune_cmd",
 )
@@ -47,5 +51,5 @@ def run() -> None:
     try:
         app()
     except ChunkwiseError as exc:
-        sys.stderr.write(f"error: {exc}\n")
+        error_line(str(exc))
         raise SystemExit(2) from None

@@ -10,7 +10,6 @@ goes on with the next file; the exit status is 2 when any file failed, else 0.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import Annotated, Any
@@ -19,12 +18,20 @@ import typer
 from rich.console import Console, JustifyMethod
 from rich.table import Table
 
+from chunkwise.cli.terminal import error_line, json_line, plain
 from chunkwise.document import Document
 from chunkwise.errors import ChunkwiseError
 from chunkwise.parsing import ParseLimits, parse_file
 
 #: Console columns the table's fixed columns, borders and padding take; the text preview gets the rest.
 FIXED_COLUMNS_WIDTH = 56
+
+#: The parse limits a user may change (defaults first), shared with ``chunk``.
+DEFAULT_LIMITS = ParseLimits()
+MaxBytesOption = Annotated[int, typer.Option(help="Refuse files larger than this many bytes.", min=1)]
+MaxCharsOption = Annotated[
+    int, typer.Option(help="Refuse documents whose text is longer than this many characters.", min=1)
+]
 
 
 def document_json(doc: Document) -> dict[str, Any]:
@@ -41,7 +48,7 @@ def document_json(doc: Document) -> dict[str, Any]:
 def units_table(doc: Document, width: int) -> Table:
     """A rich table of the document's units with a one-line preview of each, ``width`` columns wide."""
     preview_chars = max(width - FIXED_COLUMNS_WIDTH, 12)
-    table = Table(title=f"{doc.id} ({doc.format}, {len(doc.units)} units, {len(doc.text)} chars)")
+    table = Table(title=plain(f"{doc.id} ({doc.format}, {len(doc.units)} units, {len(doc.text)} chars)"))
     for column, min_width in (("id", 5), ("kind", 9), ("level", 5), ("start", 6), ("end", 6), ("page", 4)):
         justify: JustifyMethod = "left" if column in ("id", "kind") else "right"
         table.add_column(column, no_wrap=True, min_width=min_width, justify=justify)
@@ -52,7 +59,7 @@ def units_table(doc: Document, width: int) -> Table:
             preview = preview[: preview_chars - 1] + "…"
         page = "" if unit.page is None else str(unit.page)
         table.add_row(
-            unit.id, unit.kind.value, str(unit.level), str(unit.start), str(unit.end), page, preview
+            unit.id, unit.kind.value, str(unit.level), str(unit.start), str(unit.end), page, plain(preview)
         )
     return table
 
@@ -60,12 +67,11 @@ def units_table(doc: Document, width: int) -> Table:
 def parse_command(
     files: Annotated[list[Path], typer.Argument(help="Files to parse (txt, md, html, pdf, docx, pptx).")],
     as_json: Annotated[bool, typer.Option("--json", help="One JSON object per document per line.")] = False,
-    max_bytes: Annotated[
-        int, typer.Option(help="Refuse files larger than this many bytes.", min=1)
-    ] = ParseLimits().max_bytes,
+    max_bytes: MaxBytesOption = DEFAULT_LIMITS.max_bytes,
+    max_chars: MaxCharsOption = DEFAULT_LIMITS.max_chars,
 ) -> None:
     """Parse files into documents; print their units as a table, or as JSON lines with --json."""
-    limits = ParseLimits(max_bytes=max_bytes)
+    limits = ParseLimits(max_bytes=max_bytes, max_chars=max_chars)
     console = Console()
     failed = 0
     for path in files:
@@ -73,14 +79,14 @@ def parse_command(
             doc = parse_file(path, limits=limits)
         except ChunkwiseError as exc:
             failed += 1
-            sys.stderr.write(f"error: {exc}\n")
+            error_line(str(exc))
             continue
         except Exception as exc:  # a parser bug must not end the batch either; it is reported as such
             failed += 1
-            sys.stderr.write(f"error: {path.as_posix()}: unexpected {type(exc).__name__}: {exc}\n")
+            error_line(f"{path.as_posix()}: unexpected {type(exc).__name__}: {exc}")
             continue
         if as_json:
-            sys.stdout.write(json.dumps(document_json(doc), ensure_ascii=False) + "\n")
+            sys.stdout.write(json_line(document_json(doc)) + "\n")
             sys.stdout.flush()
         else:
             console.print(units_table(doc, console.width))

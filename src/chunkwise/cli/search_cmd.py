@@ -2,12 +2,12 @@
 
 Without ``--json``, a table (rank, score, document, offsets, text preview). With ``--json``, one object:
 ``query``, ``hits`` (chunk_id, doc_id, start, end, score, per-stage scores, header, text), ``trace`` (one
-entry per stage: inputs, outputs, seconds, calls, tokens, scores, notes), ``totals`` and ``accounting``.
+entry per stage: inputs, outputs, seconds, calls, tokens, scores, notes), ``totals`` and ``accounting``,
+built by :func:`chunkwise.results.search_body` (what the server's ``POST /v1/search`` returns).
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Annotated
 
@@ -24,7 +24,10 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
-from chunkwise.retrieval.trace import Trace
+from chunkwise.cli.local_llm_notice import YesOption, confirm_query, measured
+from chunkwise.cli.terminal import json_line, plain
+from chunkwise.query.trace import Trace
+from chunkwise.results import search_body
 
 #: Console columns the rank, score, document and span columns and the borders take at most.
 PREVIEW_RESERVED = 70
@@ -42,24 +45,24 @@ def search_command(
     max_cost: MaxCostOption = None,
     max_tokens: MaxTokensOption = None,
     as_json: JsonOption = False,
+    yes: YesOption = False,
 ) -> None:
     """Search a knowledge base."""
-    with open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base:
+    with (
+        open_kb(kb, config, preset, create=False, max_cost=max_cost, max_tokens=max_tokens) as base,
+        measured(base.models),
+    ):
+        confirm_query(base.config, query, answers=False, yes=yes)
+        if as_json:
+            sys.stdout.write(json_line(search_body(base.query, query, k)) + "\n")
+            return
         trace = Trace()
         hits = base.search(query, k=k, trace=trace)
-        if as_json:
-            body = {
-                "query": query,
-                "hits": [h.to_dict() for h in hits],
-                "trace": trace.to_dict(),
-                "totals": trace.totals(),
-                "accounting": base.ledger.to_dict(),
-            }
-            sys.stdout.write(json.dumps(body, ensure_ascii=False) + "\n")
-            return
     console = Console()
     preview_chars = max(console.width - PREVIEW_RESERVED, 20)
-    table = Table(title=f"{query}  ({', '.join(trace.names())}; {trace.totals()['seconds'] * 1000:.0f} ms)")
+    table = Table(
+        title=plain(f"{query}  ({', '.join(trace.names())}; {trace.totals()['seconds'] * 1000:.0f} ms)")
+    )
     for column in ("#", "score", "document", "span", "text"):
         table.add_column(
             column, no_wrap=True, overflow="ellipsis", max_width=None if column == "text" else 30
@@ -69,7 +72,9 @@ def search_command(
         if len(preview) > preview_chars:
             preview = preview[: preview_chars - 1] + "…"
         document = hit.doc_id if len(hit.doc_id) <= DOC_CHARS else "…" + hit.doc_id[-DOC_CHARS + 1 :]
-        table.add_row(str(rank), f"{hit.score:.3f}", document, f"{hit.start}-{hit.end}", preview)
+        table.add_row(
+            str(rank), f"{hit.score:.3f}", plain(document), f"{hit.start}-{hit.end}", plain(preview)
+        )
     console.print(table)
 
 

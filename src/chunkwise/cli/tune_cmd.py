@@ -20,6 +20,7 @@ from rich.table import Table
 from chunkwise.cli.dry_run import estimate_table
 from chunkwise.cli.eval_cmd import default_workdir, load_configs
 from chunkwise.cli.progress import time_left_progress
+from chunkwise.cli.terminal import markup_literal, plain
 from chunkwise.evaluation.datasets import load_dataset
 from chunkwise.evaluation.estimate import estimate_run
 from chunkwise.evaluation.tuning import (
@@ -45,7 +46,7 @@ def result_table(result: TuningResult) -> Table:
     for index, (point, score) in enumerate(zip(result.points, result.scores, strict=True)):
         chosen = index == result.best
         table.add_row(
-            point_name(point) + (" (chosen)" if chosen else ""),
+            plain(point_name(point) + (" (chosen)" if chosen else "")),
             f"{score:.4f}",
             f"{result.held_out:.4f}" if chosen else "",
             style="bold" if chosen else None,
@@ -106,7 +107,7 @@ def tune_command(
             if event.event is not None:
                 progress.update(
                     phase_task,
-                    description=f"{event.event.config}: {event.event.phase}",
+                    description=f"{markup_literal(event.event.config)}: {event.event.phase}",
                     completed=event.event.done,
                     total=event.event.total,
                 )

@@ -193,4 +193,4 @@ def _span(raw: Any, texts: dict[str, str], source: str) -> Span:
     given = raw.get("text")
     if given is not None and text[start:end] != given:
         raise DatasetError(source, f"span [{start}, {end}) of {doc_id!r} does not match its text")
-    return Span(doc_id=doc_id, start=start, end=end, text=text[start:end])
+    return Span(doc_id, start, end)

@@ -15,7 +15,7 @@ repeated run cheaper; they are not bounds on retries a remote service may cause.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,12 +101,12 @@ def tokens_of(chars: float) -> int:
     return math.ceil(chars / CHARS_PER_TOKEN)
 
 
-def estimate_ingest(dataset: Dataset, config: PipelineConfig) -> list[StageEstimate]:
-    """Model use of indexing ``dataset`` under ``config``: chunking, headers, embedding the chunks."""
+def estimate_ingest(texts: Sequence[str], config: PipelineConfig) -> list[StageEstimate]:
+    """Model use of indexing documents of ``texts`` under ``config``: chunking, headers, embedding the
+    chunks."""
     stages: list[StageEstimate] = []
     params = config.chunking.params
     name = config.chunking.name
-    texts = [doc.text for doc in dataset.documents]
     chars = sum(len(text) for text in texts)
     if name in LLM_CHUNKERS:
         stages.append(_llm_chunking(name, params, texts))
@@ -132,11 +132,10 @@ def estimate_ingest(dataset: Dataset, config: PipelineConfig) -> list[StageEstim
 
 
 def estimate_queries(
-    dataset: Dataset, config: PipelineConfig, *, answers: bool = False, batched: bool = True
+    queries: Sequence[str], config: PipelineConfig, *, answers: bool = False, batched: bool = True
 ) -> list[StageEstimate]:
-    """Model use of asking every query of ``dataset`` (and answering it when ``answers``). ``batched``:
+    """Model use of asking every one of ``queries`` (and answering it when ``answers``). ``batched``:
     the queries are embedded in one call, as the evaluation runner does (else one call per query)."""
-    queries = [q.query for q in dataset.queries]
     count = len(queries)
     query_tokens = sum(tokens_of(len(q)) for q in queries)
     stages: list[StageEstimate] = []
@@ -190,11 +189,13 @@ def estimate_run(
     gives the queries each configuration asks."""
     merged: dict[str, StageEstimate] = {}
     indexed: set[str] = set()
+    texts = [doc.text for doc in dataset.documents]
+    asked = [q.query for q in (queries or dataset).queries]
     for config in configs:
         shape = config.ingest_fingerprint(config.models.embedder)
-        ingest = [] if shape in indexed else estimate_ingest(dataset, config)
+        ingest = [] if shape in indexed else estimate_ingest(texts, config)
         indexed.add(shape)
-        for stage in (*ingest, *estimate_queries(queries or dataset, config, answers=answers)):
+        for stage in (*ingest, *estimate_queries(asked, config, answers=answers)):
             merged[stage.stage] = merged[stage.stage].plus(stage) if stage.stage in merged else stage
     return RunEstimate(tuple(merged.values()))
 
@@ -213,7 +214,7 @@ def _size_chars(params: dict[str, Any]) -> float:
     return size if params.get("unit", "chars") == "chars" else size * CHARS_PER_TOKEN
 
 
-def expected_chunks(params: dict[str, Any], texts: list[str]) -> int:
+def expected_chunks(params: dict[str, Any], texts: Sequence[str]) -> int:
     """Chunks a size-bound chunker gives: each document over the step (size less overlap), at least one."""
     step = _size_chars(params) * (1.0 - _overlap_fraction(params))
     return sum(max(1, math.ceil(len(text) / step)) for text in texts if text.strip())
@@ -224,7 +225,7 @@ def _mean_chunk_tokens(config: PipelineConfig) -> int:
     return tokens_of(_size_chars(config.chunking.params))
 
 
-def _llm_chunking(name: str, params: dict[str, Any], texts: list[str]) -> StageEstimate:
+def _llm_chunking(name: str, params: dict[str, Any], texts: Sequence[str]) -> StageEstimate:
     """LLM calls of an LLM chunker: one per window, sized by the chunker's own window parameter."""
     calls = input_tokens = output_tokens = 0
     for text in texts:

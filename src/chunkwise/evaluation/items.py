@@ -7,50 +7,18 @@ A retrieved item is a chunk or an RSE segment alike: metrics only see its locati
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Protocol
+from dataclasses import dataclass
 
+from chunkwise.spans import Located, Span
 
-class Located(Protocol):
-    """Anything with a document id and a character range."""
-
-    @property
-    def doc_id(self) -> str: ...
-
-    @property
-    def start(self) -> int: ...
-
-    @property
-    def end(self) -> int: ...
+__all__ = ["Located", "QueryRun", "Retrieved", "Span"]
 
 
 @dataclass(frozen=True, slots=True)
-class Span:
-    """A character range of one document; ``text``, when known, is ``document.text[start:end]``.
-
-    Equality and hashing look at the location only: the text is a convenience copy.
-    """
-
-    doc_id: str
-    start: int
-    end: int
-    text: str | None = field(default=None, compare=False)
-
-    def __len__(self) -> int:
-        return self.end - self.start
-
-
-@dataclass(frozen=True, slots=True)
-class Retrieved:
+class Retrieved(Span):
     """One retrieved item (a chunk or a segment), in rank order; higher ``score`` is better."""
 
-    doc_id: str
-    start: int
-    end: int
     score: float = 0.0
-
-    def __len__(self) -> int:
-        return self.end - self.start
 
 
 @dataclass(frozen=True, slots=True)

@@ -16,6 +16,7 @@ larger subsample) are removed before searching, so they never act as distractors
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,10 +32,10 @@ from chunkwise.evaluation.metrics.registry import Metric, parse_metrics
 from chunkwise.evaluation.report import ConfigResult, EvaluationReport
 from chunkwise.evaluation.scoring import check_gold, score_config
 from chunkwise.kb import KnowledgeBase
-from chunkwise.models import get_embedder, new_ledger
-from chunkwise.models.accounting import CallRecord, Ledger
-from chunkwise.models.protocols import LLM, Embedder, Reranker, Vectors
-from chunkwise.retrieval.trace import Trace
+from chunkwise.models.accounting import CallRecord
+from chunkwise.models.context import Models
+from chunkwise.models.protocols import Embedder, Vectors, embed_queries
+from chunkwise.query.trace import Trace
 
 #: The stage of a model call recorded without one of its own, by (phase, role); else the role names it.
 UNLABELLED: dict[tuple[str, str], str] = {
@@ -60,23 +61,9 @@ class EvalProgress:
 ProgressFn = Callable[[EvalProgress], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Models:
-    """Model instances to share across configurations; ``ledger`` is the ledger they record into.
-
-    Where ``embedder`` is ``None`` the runner builds it from the configuration's ``[models]`` section;
-    where ``llm`` or ``reranker`` is ``None`` the knowledge base builds it if a stage needs it. Either way
-    its calls reach the report; a model passed in counts only if it records into ``ledger``.
-    """
-
-    embedder: Embedder | None = None
-    llm: LLM | None = None
-    reranker: Reranker | None = None
-    ledger: Ledger | None = None
-
-
 def default_metrics(dataset: Dataset, k: int = 5) -> tuple[str, ...]:
-    """Span and document metrics at ``k`` for a span data set; document metrics only otherwise."""
+    """Span and document metrics at ``k`` for a span data set, with recall at 400- and 1000-token context
+    budgets (:mod:`~chunkwise.evaluation.metrics.budget`); document metrics only otherwise."""
     documents = (f"doc_recall@{k}", f"doc_precision@{k}", f"mrr@{k}", f"ndcg@{k}")
     if not dataset.has_spans:
         return documents
@@ -85,6 +72,8 @@ def default_metrics(dataset: Dataset, k: int = 5) -> tuple[str, ...]:
         f"precision@{k}",
         f"iou@{k}",
         "precision_omega",
+        "recall@400t",
+        "recall@1000t",
         f"char_recall@{k}",
         f"char_precision@{k}",
     )
@@ -115,7 +104,7 @@ def evaluate(
             parsed,
             workdir=Path(workdir),
             depth=depth,
-            models=models or Models(),
+            models=models,
             on_progress=on_progress,
         )
         for name, config in configs
@@ -145,56 +134,50 @@ def run_config(
     models: Models | None = None,
     on_progress: ProgressFn | None = None,
 ) -> ConfigResult:
-    """Index, query and score one configuration (see the module docstring)."""
-    models = models or Models()
-    ledger = models.ledger or new_ledger(config.models)
-    ledger_start = len(ledger.records)
+    """Index, query and score one configuration (see the module docstring).
+
+    ``models`` is the run's model context; ``None`` builds one from ``config.models``. A given context
+    serves the configuration with its own models, ledger and budget.
+    """
+    models = models if models is not None else Models(config.models)
+    ledger_start = models.mark()
     costs = CostRecorder()
 
     def notify(phase: str, done: int, total: int) -> None:
         if on_progress is not None:
             on_progress(EvalProgress(name, phase, done, total))
 
-    embedder = QueryPrefetch(
-        models.embedder or get_embedder(config=config.models, ledger=ledger),
-        [q.query for q in dataset.queries],
-    )
-    with KnowledgeBase(
-        index_path(workdir, dataset, config, embedder),
-        config,
-        embedder=embedder,
-        llm=models.llm,
-        reranker=models.reranker,
-    ) as kb:
+    embedder = models.embedder()
+    with KnowledgeBase(index_path(workdir, dataset, config, embedder), config, models=models) as kb:
         wanted = {doc.id for doc in dataset.documents}
         for stale in (info.doc_id for info in kb.store.documents() if info.doc_id not in wanted):
             kb.delete(stale)
         ingest = kb.add_documents(
             list(dataset.documents), on_progress=lambda e: notify("index", e.done, e.total)
         )
-        # the knowledge base records the models it builds itself (an LLM, a reranker) in its own ledger
-        ledgers = (ledger, kb.ledger)
-        indexed = [len(book.records) for book in ledgers]
+        indexed = models.mark()
         costs.add(StageCost("index", seconds=max(ingest.seconds - ingest.embed_seconds, 0.0)))
         costs.add(StageCost("embed", seconds=ingest.embed_seconds))
         chunks = {
             doc.id: [Span(doc.id, s, e) for s, e in kb.store.chunk_spans(doc.id)] for doc in dataset.documents
         }
+        vectors = _query_vectors(embedder, [q.query for q in dataset.queries], config, costs)
         runs = []
         for done, query in enumerate(dataset.queries, start=1):
             trace = Trace()
-            retrieved = _retrieve(kb, config, query.query, depth, trace)
+            vector = vectors[done - 1] if vectors is not None else None
+            retrieved = _retrieve(kb, config, query.query, depth, trace, vector=vector)
             runs.append(
                 QueryRun(query.qid, retrieved, query.spans, query.gold_docs, _oracle(query.spans, chunks))
             )
             for report in trace.stages:
                 costs.add(StageCost(report.stage, seconds=report.seconds))
             notify("retrieve", done, len(dataset.queries))
-    for book, start, mark in zip(ledgers, (ledger_start, 0), indexed, strict=True):
-        for record in book.records[start:mark]:
-            costs.add(_model_cost(record, "index"))
-        for record in book.records[mark:]:
-            costs.add(_model_cost(record, "search"))
+    records = models.ledger.records
+    for record in records[ledger_start:indexed]:
+        costs.add(_model_cost(record, "index"))
+    for record in records[indexed:]:
+        costs.add(_model_cost(record, "search"))
     return score_config(
         name,
         config.to_dict(),
@@ -205,39 +188,23 @@ def run_config(
     )
 
 
-class QueryPrefetch:
-    """An embedder that embeds the data set's queries in one batch on the first query it is asked for.
+def _query_vectors(
+    embedder: Embedder, queries: list[str], config: PipelineConfig, costs: CostRecorder
+) -> Vectors | None:
+    """Every query embedded in one batch (``None`` when dense retrieval is off).
 
-    The knowledge base embeds one query per search; a single-text forward pass costs several times the
-    per-text share of a batch, so an evaluation of hundreds of queries spends most of its time there.
-    Any other text (document chunks, a rewritten query) goes to the wrapped embedder unchanged. The
-    batch's time falls in the first query's ``dense`` stage, so the report's total stays honest.
+    The pipeline embeds one query per search; a single-text forward pass costs several times the
+    per-text share of a batch, so an evaluation of hundreds of queries would spend most of its time
+    there. They are embedded on the query side, as the ``retrieve`` stage does
+    (:func:`~chunkwise.models.protocols.embed_queries`). The batch's time is reported under the ``dense``
+    stage, so the report's total stays honest. A stage that rewrites a query embeds the rewrite itself.
     """
-
-    def __init__(self, inner: Embedder, queries: Sequence[str]) -> None:
-        self.inner = inner
-        self._queries = dict.fromkeys(queries)
-        self._vectors: dict[str, Any] | None = None
-
-    @property
-    def name(self) -> str:
-        """The wrapped embedder's name."""
-        return self.inner.name
-
-    @property
-    def dim(self) -> int:
-        """The wrapped embedder's dimension."""
-        return self.inner.dim
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        """Vectors for ``texts``; a single known query is served from the prefetched batch."""
-        if len(texts) != 1 or texts[0] not in self._queries:
-            return self.inner.embed(texts)
-        if self._vectors is None:
-            known = list(self._queries)
-            self._vectors = dict(zip(known, self.inner.embed(known), strict=True))
-        vector: Vectors = self._vectors[texts[0]][None, :]
-        return vector
+    if not config.retrieval.dense or not queries:
+        return None
+    began = time.perf_counter()
+    vectors = embed_queries(embedder, queries)
+    costs.add(StageCost("dense", seconds=time.perf_counter() - began))
+    return vectors
 
 
 def index_path(workdir: Path, dataset: Dataset, config: PipelineConfig, embedder: Embedder) -> Path:
@@ -258,11 +225,13 @@ def _model_cost(record: CallRecord, phase: str) -> StageCost:
 
 
 def _retrieve(
-    kb: KnowledgeBase, config: PipelineConfig, query: str, depth: int, trace: Trace
+    kb: KnowledgeBase, config: PipelineConfig, query: str, depth: int, trace: Trace, *, vector: Vectors | None
 ) -> tuple[Retrieved, ...]:
     if config.segments.enabled:
-        return tuple(Retrieved(s.doc_id, s.start, s.end, s.value) for s in kb.segments(query, trace)[:depth])
-    return tuple(Retrieved(h.doc_id, h.start, h.end, h.score) for h in kb.search(query, k=depth, trace=trace))
+        segments = kb.query.segments(query, trace, vector=vector)[:depth]
+        return tuple(Retrieved(s.doc_id, s.start, s.end, s.value) for s in segments)
+    hits = kb.query.search(query, k=depth, trace=trace, vector=vector)
+    return tuple(Retrieved(h.doc_id, h.start, h.end, h.score) for h in hits)
 
 
 def _oracle(gold: Sequence[Span], chunks: dict[str, list[Span]]) -> tuple[Span, ...]:

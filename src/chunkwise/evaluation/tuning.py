@@ -17,7 +17,6 @@ part's evaluation report is kept in the result, so :func:`verify_tuning` can rec
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import itertools
 import json
 import math
@@ -29,14 +28,15 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from chunkwise.chunking import CHUNKERS
-from chunkwise.chunking.base import ChunkerParams, parse_params
+from chunkwise.chunking import chunker_class, normalised_params
+from chunkwise.chunking.base import ChunkerParams
 from chunkwise.config import PipelineConfig
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation.datasets import Dataset, subsample
 from chunkwise.evaluation.metrics.registry import parse_metric
 from chunkwise.evaluation.report import EvaluationReport, recompute, verify
-from chunkwise.evaluation.runner import EvalProgress, Models, ProgressFn, evaluate
+from chunkwise.evaluation.runner import EvalProgress, ProgressFn, evaluate
+from chunkwise.models.context import Models
 
 FORMAT_VERSION = 1
 
@@ -311,13 +311,7 @@ def point_name(point: dict[str, Number]) -> str:
 
 def _params_class(chunker: str) -> type[ChunkerParams] | None:
     """The chunker's parameter dataclass (``None`` for a chunker that declares none)."""
-    target = CHUNKERS.get(chunker, chunker)
-    module_name, _, class_name = target.partition(":")
-    try:
-        cls = getattr(importlib.import_module(module_name), class_name)
-    except (ImportError, AttributeError, ValueError) as exc:
-        raise ConfigError(f"cannot load chunker {chunker!r}: {exc}") from None
-    params = getattr(cls, "Params", None)
+    params = getattr(chunker_class(chunker), "Params", None)
     return params if isinstance(params, type) and issubclass(params, ChunkerParams) else None
 
 
@@ -329,11 +323,8 @@ def _chunker_param_hints(chunker: str) -> dict[str, Any]:
 
 def _check_chunker(name: str, config: PipelineConfig) -> None:
     """Validate a point's chunker parameters without loading models; the error names the point."""
-    params = _params_class(config.chunking.name)
-    if params is None:
-        return
     try:
-        parse_params(config.chunking.name, params, config.chunking.params)
+        normalised_params(config.chunking.name, config.chunking.params)
     except ConfigError as exc:
         raise ConfigError(f"grid point {name!r}: {exc}") from None
 

@@ -1,186 +1,35 @@
-"""The model layer: one factory per role, each returning a backend wrapped with accounting and caching.
+"""The model layer: three roles (embedder, LLM, reranker) behind small protocols, and one context per run.
 
-``spec`` picks the backend (``None`` reads ``CHUNKWISE_EMBEDDER`` / ``CHUNKWISE_LLM`` /
-``CHUNKWISE_RERANKER``, then the config, then ``"local"``):
+:class:`Models` holds a run's configuration, ledger, budget and cache and builds each role's model from
+a spec on first use (``"local"``, ``"openai:gpt-4o-mini"``, ``"cross-encoder:/dir"``; the backends are
+in the registry of :mod:`.backends`), wrapped with caching and accounting. Everything that calls a model
+receives the run's :class:`Models`, so one budget bounds every call and one ledger holds them all::
 
-=============  =====================================================================================
-role           specs
-=============  =====================================================================================
-embedder       ``local`` (bundled all-MiniLM-L6-v2, see :data:`DEFAULT_LOCAL_EMBEDDER`), ``local:fp32``
-               (sentence-transformers), ``local:int8`` (ONNX), ``local:<sentence-transformers dir>``,
-               ``openai:<model>``
-llm            ``local`` (bundled SmolLM2-135M-Instruct), ``local:<file.gguf>``, ``openai:<model>``
-reranker       ``local`` (MiniLM cosine), ``cross-encoder:<dir>``, ``rerank:<model>`` (Cohere-style)
-=============  =====================================================================================
-
-Pass the same :class:`~chunkwise.models.accounting.Ledger` to every factory of a run to get its totals in
-one place. Local models are loaded once per process and shared.
+    models = Models(ModelsConfig(max_cost=0.50))
+    vectors = models.embedder().embed(["a sentence"])
+    print(models.accounting())
 """
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
-from chunkwise.errors import ConfigError
 from chunkwise.models.accounting import Budget, Ledger
+from chunkwise.models.backends import BACKENDS, register_backend
 from chunkwise.models.cache import ModelCache
-from chunkwise.models.config import ModelsConfig, split_spec
-from chunkwise.models.http_client import JsonClient
-from chunkwise.models.managed import ManagedEmbedder, ManagedLLM, ManagedReranker
+from chunkwise.models.config import ModelsConfig
+from chunkwise.models.context import Models
 from chunkwise.models.protocols import LLM, Embedder, Message, Reranker, TokenLogprobs
-from chunkwise.models.retry import RetryPolicy
 
 __all__ = [
+    "BACKENDS",
     "LLM",
+    "Budget",
     "Embedder",
     "Ledger",
     "Message",
     "ModelCache",
+    "Models",
     "ModelsConfig",
     "Reranker",
     "TokenLogprobs",
-    "get_embedder",
-    "get_llm",
-    "get_reranker",
-    "new_ledger",
+    "register_backend",
 ]
-
-DEFAULT_LOCAL_EMBEDDER = "int8"
-"""What ``embedder = "local"`` means: the int8 ONNX MiniLM. ``bench/embed_speed.py`` measured it faster
-than sentence-transformers fp32 on this project's 2-core machine (1.13-1.18x per CPU-second, 1.2-1.5x
-wall-clock at batch 32) with cosine 0.9995 on average and 0.998 at worst to the fp32 vectors; it also
-starts without importing torch. ``local:fp32`` selects the sentence-transformers model."""
-
-
-def new_ledger(config: ModelsConfig | None = None) -> Ledger:
-    """An empty ledger carrying the budget of ``config``."""
-    config = config or ModelsConfig.load()
-    return Ledger(Budget(max_cost=config.max_cost, max_tokens=config.max_tokens))
-
-
-def get_embedder(
-    spec: str | None = None,
-    *,
-    config: ModelsConfig | None = None,
-    ledger: Ledger | None = None,
-    cache: ModelCache | None = None,
-) -> ManagedEmbedder:
-    """The embedder named by ``spec`` (see the module docstring), with accounting and caching."""
-    config = config or ModelsConfig.load()
-    backend, rest = split_spec(spec or config.embedder)
-    inner: Embedder
-    if backend == "local":
-        inner = _local_embedder(rest or DEFAULT_LOCAL_EMBEDDER)
-    elif backend == "openai":
-        from chunkwise.models.openai_compat import OpenAIEmbedder
-
-        inner = OpenAIEmbedder(_model_name(backend, rest), _client(config, f"openai:{rest}", config.endpoint))
-    else:
-        raise ConfigError(f"unknown embedder backend {backend!r}: use local or openai:<model>")
-    return ManagedEmbedder(inner, ledger or new_ledger(config), _cache(config, cache), config.price(rest))
-
-
-def get_llm(
-    spec: str | None = None,
-    *,
-    config: ModelsConfig | None = None,
-    ledger: Ledger | None = None,
-    cache: ModelCache | None = None,
-) -> ManagedLLM:
-    """The LLM named by ``spec`` (see the module docstring), with accounting and caching."""
-    config = config or ModelsConfig.load()
-    backend, rest = split_spec(spec or config.llm)
-    inner: LLM
-    if backend == "local":
-        from chunkwise.models.local_llm import LocalLLM
-
-        inner = LocalLLM(rest or None)
-    elif backend == "openai":
-        from chunkwise.models.openai_compat import OpenAIChatLLM
-
-        client = _client(config, f"openai:{rest}", config.endpoint)
-        inner = OpenAIChatLLM(_model_name(backend, rest), client, attempts=config.structured_attempts)
-    else:
-        raise ConfigError(f"unknown LLM backend {backend!r}: use local or openai:<model>")
-    return ManagedLLM(
-        inner,
-        ledger or new_ledger(config),
-        _cache(config, cache),
-        config.price(rest),
-        attempts=config.structured_attempts,
-    )
-
-
-def get_reranker(
-    spec: str | None = None,
-    *,
-    config: ModelsConfig | None = None,
-    ledger: Ledger | None = None,
-    cache: ModelCache | None = None,
-) -> ManagedReranker:
-    """The reranker named by ``spec`` (see the module docstring), with accounting and caching."""
-    config = config or ModelsConfig.load()
-    ledger = ledger or new_ledger(config)
-    backend, rest = split_spec(spec or config.reranker)
-    inner: Reranker
-    if backend == "local":
-        from chunkwise.models.local_reranker import BiEncoderReranker
-
-        embedder = config.embedder if split_spec(config.embedder)[0] == "local" else "local"
-        inner = BiEncoderReranker(get_embedder(embedder, config=config, ledger=ledger, cache=cache))
-    elif backend == "cross-encoder":
-        from chunkwise.models.local_reranker import CrossEncoderReranker
-
-        inner = CrossEncoderReranker(_model_name(backend, rest))
-    elif backend in {"rerank", "cohere"}:
-        from chunkwise.models.rerank_http import HTTPReranker
-
-        url = config.rerank_url or config.endpoint
-        inner = HTTPReranker(_model_name(backend, rest), _client(config, f"rerank:{rest}", url))
-    else:
-        raise ConfigError(
-            f"unknown reranker backend {backend!r}: use local, cross-encoder:<dir> or rerank:<model>"
-        )
-    return ManagedReranker(inner, ledger, _cache(config, cache), config.price(rest))
-
-
-def _model_name(backend: str, rest: str) -> str:
-    if not rest:
-        raise ConfigError(f"the {backend!r} backend needs a model: {backend}:<model>")
-    return rest
-
-
-@functools.cache
-def _local_embedder(kind: str) -> Embedder:
-    """The local embedder for ``fp32``, ``int8`` or a directory, loaded once per process."""
-    if kind == "fp32":
-        from chunkwise.models.local_embedder import LocalEmbedder
-
-        return LocalEmbedder()
-    if kind == "int8":
-        from chunkwise.models.onnx_embedder import OnnxEmbedder
-
-        return OnnxEmbedder()
-    from chunkwise.models.local_embedder import LocalEmbedder
-
-    if not Path(kind).expanduser().is_dir():
-        raise ConfigError(f"{kind}: not a sentence-transformers directory (or use local:fp32 / local:int8)")
-    return LocalEmbedder(Path(kind).expanduser())
-
-
-def _client(config: ModelsConfig, label: str, base_url: str) -> JsonClient:
-
-    policy = RetryPolicy(config.max_attempts, config.backoff_base, config.backoff_max)
-    return JsonClient(base_url, api_key=config.api_key(), timeout=config.timeout, policy=policy, label=label)
-
-
-def _cache(config: ModelsConfig, cache: ModelCache | None) -> ModelCache | None:
-    if cache is not None:
-        return cache
-    return _open_cache(config.cache_path().resolve()) if config.cache else None
-
-
-@functools.cache
-def _open_cache(directory: Path) -> ModelCache:
-    return ModelCache(directory)

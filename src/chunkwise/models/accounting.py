@@ -112,6 +112,13 @@ class Ledger:
     _records: list[CallRecord] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
+    @classmethod
+    def of(cls, records: Iterable[CallRecord]) -> Ledger:
+        """A ledger (without a budget) holding ``records``: totals over a part of a run."""
+        ledger = cls()
+        ledger._records.extend(records)
+        return ledger
+
     @property
     def records(self) -> list[CallRecord]:
         """A snapshot of the records so far."""

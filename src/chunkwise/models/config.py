@@ -26,11 +26,12 @@ from __future__ import annotations
 
 import os
 import tomllib
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from chunkwise.errors import ConfigError
+from chunkwise.settings import build
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ROLE_ENV = {"llm": "CHUNKWISE_LLM", "embedder": "CHUNKWISE_EMBEDDER", "reranker": "CHUNKWISE_RERANKER"}
@@ -77,18 +78,9 @@ class ModelsConfig:
     cache_dir: str | None = None
 
     @classmethod
-    def from_mapping(cls, section: dict[str, Any], source: str = "[models]") -> ModelsConfig:
+    def from_mapping(cls, section: dict[str, Any], source: str = "models") -> ModelsConfig:
         """Build from a parsed ``[models]`` table; unknown keys and bad values raise :class:`ConfigError`."""
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(section) - known)
-        if unknown:
-            raise ConfigError(f"{source}: unknown model settings {unknown}")
-        values = dict(section)
-        try:
-            values["prices"] = {name: Price(**spec) for name, spec in section.get("prices", {}).items()}
-            config = cls(**values)
-        except TypeError as exc:
-            raise ConfigError(f"{source}: bad price or setting: {exc}") from exc
+        config = build(cls, section, source)
         config.validate(source)
         return config
 
@@ -145,11 +137,17 @@ class ModelsConfig:
         return self.prices.get(model, Price())
 
     def cache_path(self) -> Path:
-        """The cache directory: ``cache_dir``, else ``$CHUNKWISE_CACHE_DIR``, else ``~/.cache/chunkwise``."""
-        if self.cache_dir:
-            return Path(self.cache_dir).expanduser()
-        env = os.environ.get("CHUNKWISE_CACHE_DIR")
-        return Path(env) if env else Path.home() / ".cache" / "chunkwise"
+        """The model cache directory: ``cache_dir``, else :func:`cache_root`."""
+        return Path(self.cache_dir).expanduser() if self.cache_dir else cache_root()
+
+
+def cache_root() -> Path:
+    """Where chunkwise keeps its caches (the model cache, the evaluation's indexes):
+    ``$CHUNKWISE_CACHE_DIR``, else ``$XDG_CACHE_HOME/chunkwise``, else ``~/.cache/chunkwise``."""
+    if os.environ.get("CHUNKWISE_CACHE_DIR"):
+        return Path(os.environ["CHUNKWISE_CACHE_DIR"])
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "chunkwise"
 
 
 def split_spec(spec: str) -> tuple[str, str]:

@@ -1,8 +1,10 @@
 """JSON over HTTP for remote model endpoints, with timeouts and retries.
 
 :class:`JsonClient` POSTs a JSON payload and returns the decoded JSON object, retrying transient faults
-per :class:`~chunkwise.models.retry.RetryPolicy`; when attempts run out it raises
-:class:`~chunkwise.errors.ModelCallError` naming the endpoint (without credentials) and the last fault.
+per :class:`~chunkwise.models.retry.RetryPolicy`; when attempts run out, or the server refuses the request
+(a 4xx other than 408/409/429), it raises :class:`~chunkwise.errors.ModelCallError` naming the endpoint
+(without credentials) and the last fault, with the last HTTP status, so a caller can tell a refused
+parameter from a failing server.
 
 The API key lives only in the ``Authorization`` header of the underlying ``httpx.Client``: it is not an
 attribute, not in ``repr``, not in any error message, and URLs in messages have their user-info removed.
@@ -53,6 +55,11 @@ class JsonClient:
     def __repr__(self) -> str:
         return f"JsonClient({self._base!r})"
 
+    @property
+    def base_url(self) -> str:
+        """The base URL without credentials (what errors name, and what identifies the endpoint)."""
+        return self._base
+
     def _redact(self, text: str) -> str:
         """``text`` with the API key, should a server echo it, replaced by ``***``."""
         key = self._client.headers.get("Authorization", "").removeprefix("Bearer ")
@@ -70,6 +77,7 @@ class JsonClient:
         """
         where = f"{self._base.rstrip('/')}/{path.lstrip('/')}"
         reason = "no attempt"
+        status: int | None = None
         for attempt in range(self.policy.max_attempts):
             retry_after: float | None = None
             try:
@@ -79,6 +87,7 @@ class JsonClient:
             except httpx.TransportError as exc:
                 reason = f"connection failed ({type(exc).__name__})"
             else:
+                status = response.status_code
                 if response.status_code < 300:
                     body = _decode(response)
                     try:
@@ -94,7 +103,7 @@ class JsonClient:
                     retry_after = parse_retry_after(response.headers.get("Retry-After"))
             if attempt + 1 < self.policy.max_attempts:
                 self.policy.sleep(self.policy.delay(attempt, retry_after))
-        raise ModelCallError(self.label, f"{where}: {reason} (after {attempt + 1} attempts)")
+        raise ModelCallError(self.label, f"{where}: {reason} (after {attempt + 1} attempts)", status)
 
 
 def _decode(response: httpx.Response) -> dict[str, Any] | None:

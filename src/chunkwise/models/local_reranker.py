@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkwise.errors import ConfigError
-from chunkwise.models.protocols import Embedder, Usage
+from chunkwise.models.protocols import Embedder, Usage, embed_queries
 
 
 class BiEncoderReranker:
@@ -47,8 +47,8 @@ class BiEncoderReranker:
         """Cosine of the query vector with each text vector, in [-1, 1]."""
         if not texts:
             return np.zeros(0, dtype=np.float32)
-        vectors = self._embedder.embed([query, *texts])
-        return np.asarray(vectors[1:] @ vectors[0], dtype=np.float32)
+        query_vector = embed_queries(self._embedder, [query])[0]
+        return np.asarray(self._embedder.embed(texts) @ query_vector, dtype=np.float32)
 
 
 class CrossEncoderReranker:

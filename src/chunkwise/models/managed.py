@@ -28,6 +28,7 @@ from chunkwise.models.protocols import (
     LLM,
     Embedder,
     Message,
+    QueryEmbedder,
     ReportsUsage,
     Reranker,
     TokenLogprobs,
@@ -50,7 +51,7 @@ def estimate_rerank_tokens(query: str, texts: Sequence[str]) -> int:
     return estimate_tokens(query) * len(texts) + sum(estimate_tokens(t) for t in texts)
 
 
-class _Managed:
+class Managed:
     """What the three wrappers share: the backend, ledger, cache, price, and how a call is recorded."""
 
     role = ""
@@ -137,7 +138,7 @@ class _Managed:
         return value
 
 
-class ManagedEmbedder(_Managed):
+class ManagedEmbedder(Managed):
     """An :class:`Embedder` with per-text caching (only unseen texts reach the backend) and accounting."""
 
     role = "embedder"
@@ -154,8 +155,19 @@ class ManagedEmbedder(_Managed):
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Vectors for ``texts``: cached rows are reused, the rest embedded in one backend call."""
+        return self._embed(texts, self.name, self._inner.embed)
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """Query vectors, cached apart from passage vectors when the backend embeds queries differently
+        (see :class:`~chunkwise.models.protocols.QueryEmbedder`); else the same as :meth:`embed`."""
+        if not isinstance(self._inner, QueryEmbedder):
+            return self.embed(texts)
+        return self._embed(texts, f"{self.name}#query", self._inner.embed_queries)
+
+    def _embed(self, texts: Sequence[str], key: str, backend: Callable[[Sequence[str]], Vectors]) -> Vectors:
+        """Rows cached under model key ``key`` are reused, the rest go to ``backend`` in one call."""
         texts = list(texts)
-        hits = self.cache.get_vectors(self.name, texts) if self.cache else {}
+        hits = self.cache.get_vectors(key, texts) if self.cache else {}
         if hits:
             cached_tokens = sum(tokens for _, tokens in hits.values())
             self._record("embed", "", Usage(0), 0.0, cached=True, cached_tokens=cached_tokens)
@@ -164,11 +176,11 @@ class ManagedEmbedder(_Managed):
         vectors: Vectors | None = None
         if fresh:
             counts = [self._count(t) for t in fresh]
-            vectors, usage = self._call("embed", "", sum(counts), lambda: self._inner.embed(fresh))
+            vectors, usage = self._call("embed", "", sum(counts), lambda: backend(fresh))
             if not hasattr(self._inner, "count_tokens"):
                 counts = _apportion(usage.input_tokens, fresh)
             if self.cache:
-                self.cache.put_vectors(self.name, fresh, np.asarray(vectors, np.float32), counts)
+                self.cache.put_vectors(key, fresh, np.asarray(vectors, np.float32), counts)
         if vectors is not None:
             dim = int(vectors.shape[1])
         elif hits:
@@ -187,8 +199,13 @@ class ManagedEmbedder(_Managed):
         return int(counter(text)) if counter else estimate_tokens(text)
 
 
-class ManagedLLM(StructuredViaChat, _Managed):
-    """An :class:`LLM` with cached, accounted chat and logprobs; structured output goes through chat."""
+class ManagedLLM(StructuredViaChat, Managed):
+    """An :class:`LLM` with cached, accounted chat and logprobs.
+
+    Structured output goes through this wrapper's own chat (so every attempt is cached and accounted),
+    unless ``own_structured``: then the backend's ``structured`` is called as one accounted call. That
+    is how a caller's own LLM object keeps its structured output (a native JSON mode, a test double).
+    """
 
     role = "llm"
 
@@ -200,9 +217,32 @@ class ManagedLLM(StructuredViaChat, _Managed):
         price: Price | None = None,
         *,
         attempts: int = DEFAULT_ATTEMPTS,
+        own_structured: bool = False,
     ) -> None:
         super().__init__(inner, ledger, cache, price or Price())
         self._attempts = attempts
+        self._own_structured = own_structured
+
+    def structured(
+        self,
+        messages: Sequence[Message],
+        schema: dict[str, Any],
+        *,
+        max_tokens: int = 1024,
+        stage: str = "",
+    ) -> Any:
+        """A JSON value valid against ``schema`` (see the class docstring for who produces it)."""
+        if not self._own_structured:
+            return super().structured(messages, schema, max_tokens=max_tokens, stage=stage)
+        wire = [m.to_dict() for m in messages]
+        estimate = sum(self.count_tokens(m.content) for m in messages)
+        return self._cached_call(
+            "structured",
+            stage,
+            (wire, schema, max_tokens),
+            estimate,
+            lambda: self._inner.structured(messages, schema, max_tokens=max_tokens, stage=stage),
+        )
 
     def count_tokens(self, text: str) -> int:
         """The backend's token count of ``text``."""
@@ -236,7 +276,7 @@ class ManagedLLM(StructuredViaChat, _Managed):
         return _logprobs_from_json(value)
 
 
-class ManagedReranker(_Managed):
+class ManagedReranker(Managed):
     """A :class:`Reranker` with cached, accounted scoring."""
 
     role = "reranker"

@@ -2,8 +2,9 @@
 
 - chat: ``POST chat/completions`` at temperature 0;
 - structured: the shared loop of :mod:`chunkwise.models.structured` over :meth:`OpenAIChatLLM.chat`;
-- logprobs: ``POST completions`` with the prompt and continuation concatenated, ``echo=true``,
-  ``logprobs=N`` and ``max_tokens=0``, so the server scores the given text instead of writing new text;
+- logprobs: ``POST completions`` with the prompt and continuation concatenated, so the server scores the
+  given text; see :class:`LogprobStyle` for the two request shapes servers understand, and
+  :func:`align_tokens` for how the server's tokens are placed back on the text;
 - embeddings: ``POST embeddings`` in batches.
 
 Every call goes through :class:`~chunkwise.models.http_client.JsonClient` (timeouts, retries, typed
@@ -13,12 +14,15 @@ token) because the remote tokenizer is not available offline.
 
 from __future__ import annotations
 
+import enum
+import threading
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 
-from chunkwise.errors import ConfigError
+from chunkwise.errors import ConfigError, LogprobsUnavailableError, ModelCallError
 from chunkwise.models.http_client import JsonClient
 from chunkwise.models.managed import estimate_tokens
 from chunkwise.models.protocols import Message, TokenLogprobs, Usage, Vectors
@@ -57,30 +61,119 @@ class OpenAIChatLLM(StructuredViaChat, RemoteModel):
     def logprobs(
         self, prompt: str, continuation: str, candidates: Sequence[str] = (), *, stage: str = ""
     ) -> TokenLogprobs:
-        """Teacher-forced logprobs of ``continuation`` via ``echo``; tokens are the server's.
+        """Teacher-forced logprobs of ``continuation``; tokens are the server's.
 
-        A candidate that is not among the server's ``top_logprobs`` at a position gets the smallest
-        logprob listed there: an upper bound on its true value, since it ranked below all of them.
+        The first call to an endpoint tries each :class:`LogprobStyle` in turn and the one that works is
+        remembered for the endpoint (per process); a server that returns no prompt logprobs in either
+        style gets :class:`~chunkwise.errors.LogprobsUnavailableError`, at once on later calls. The usage
+        of every request a call made is summed, so the accounting matches what the server reported.
+
+        A candidate that is not among the server's top logprobs at a position gets the smallest logprob
+        listed there: an upper bound on its true value, since it ranked below all of them.
         """
         if not prompt:
-            raise ConfigError(
-                f"{self.name}: echo logprobs need a non-empty prompt (the first token has none)"
-            )
-        payload = {
-            "model": self.model,
-            "prompt": prompt + continuation,
-            "max_tokens": 0,
-            "echo": True,
-            "logprobs": self._top,
-            "temperature": 0,
-        }
-        result, usage = self._client.post(
-            "completions",
-            payload,
-            lambda body: _parse_echo(body, len(prompt), len(prompt + continuation), candidates),
+            raise ConfigError(f"{self.name}: logprobs need a non-empty prompt (the first token has none)")
+        text = prompt + continuation
+        endpoint = self._client.base_url
+        known = _LOGPROB_STYLES.get(endpoint)
+        spent = Usage(0)
+        for style in [known] if known else list(LogprobStyle):
+            if style is LogprobStyle.NONE:
+                break
+            try:
+                scored, usage = self._client.post(
+                    "completions", style.payload(self.model, text, self._top), style.parse
+                )
+            except ModelCallError as exc:
+                if not _is_refusal(exc.status):
+                    raise
+                continue  # the server rejected the parameter: try the next style
+            spent = Usage(spent.input_tokens + usage.input_tokens, spent.output_tokens + usage.output_tokens)
+            if scored is not None:
+                _LOGPROB_STYLES.remember(endpoint, style)
+                self._usage.set(spent)
+                return _continuation_logprobs(self.name, scored, text, len(prompt), candidates)
+        _LOGPROB_STYLES.remember(endpoint, LogprobStyle.NONE)
+        self._usage.set(spent)
+        raise LogprobsUnavailableError(
+            self.name,
+            f"{endpoint} returns no prompt logprobs (tried echo + logprobs and prompt_logprobs on "
+            "/completions); logprob chunking needs a server that scores prompts, such as vLLM, "
+            "or the local model",
         )
-        self._usage.set(usage)
-        return result
+
+
+class LogprobStyle(enum.Enum):
+    """How a ``completions`` request asks for the logprobs of the prompt's own tokens.
+
+    ``ECHO`` is OpenAI's: ``echo`` + ``logprobs=N``; ``choices[0].logprobs`` lists ``tokens``,
+    ``token_logprobs`` and ``top_logprobs`` over the prompt (and the generated token). ``PROMPT_LOGPROBS``
+    is vLLM's: ``prompt_logprobs=N``; ``choices[0].prompt_logprobs`` holds, per prompt token, ``null`` for
+    the first and otherwise a mapping from token id to ``{"logprob", "rank", "decoded_token"}`` whose first
+    entry is the prompt's own token, followed by the top N. Both ask for one generated token
+    (``max_tokens=1``): some servers refuse ``max_tokens=0`` (``transformers serve`` answers HTTP 500),
+    and the generated token lies past the text, so it is never read. ``NONE`` records a server that
+    gives neither (``transformers serve`` ignores ``echo`` and refuses ``prompt_logprobs``).
+    """
+
+    ECHO = "echo"
+    PROMPT_LOGPROBS = "prompt_logprobs"
+    NONE = "none"
+
+    def payload(self, model: str, text: str, top: int) -> dict[str, Any]:
+        """The request body scoring ``text``."""
+        asked = {"echo": True, "logprobs": top} if self is LogprobStyle.ECHO else {"prompt_logprobs": top}
+        return {"model": model, "prompt": text, "max_tokens": 1, "temperature": 0, **asked}
+
+    def parse(self, body: dict[str, Any]) -> tuple[list[_Scored] | None, Usage]:
+        """The scored prompt tokens (``None`` when the answer carries no prompt logprobs) and the usage.
+
+        Raises ``KeyError``/``TypeError``/``ValueError`` for logprobs that are present but malformed, so
+        the client retries the answer as unreadable.
+        """
+        choice = body["choices"][0]
+        if self is LogprobStyle.ECHO:
+            scored = _echo_tokens(choice.get("logprobs"))
+        else:
+            scored = _prompt_logprob_tokens(choice.get("prompt_logprobs"))
+        return (scored if scored and len(scored) > 1 else None), _read_usage(body)
+
+
+@dataclass(frozen=True, slots=True)
+class _Scored:
+    """One prompt token as a server scored it: its text (``None`` when unknown), its logprob, the top
+    alternatives, and the floor assumed for a candidate not among them."""
+
+    token: str | None
+    logprob: float | None
+    top: dict[str, float]
+    floor: float
+
+
+class _StyleMemory:
+    """The logprob style found for each endpoint (base URL) in this process."""
+
+    def __init__(self) -> None:
+        self._styles: dict[str, LogprobStyle] = {}
+        self._lock = threading.Lock()
+
+    def get(self, endpoint: str) -> LogprobStyle | None:
+        """The style remembered for ``endpoint``, if it was probed."""
+        with self._lock:
+            return self._styles.get(endpoint)
+
+    def remember(self, endpoint: str, style: LogprobStyle) -> None:
+        """Record the outcome of probing ``endpoint``."""
+        with self._lock:
+            self._styles[endpoint] = style
+
+
+_LOGPROB_STYLES = _StyleMemory()
+
+
+def _is_refusal(status: int | None) -> bool:
+    """An HTTP status with which a server rejects a request it does not understand (not a fault)."""
+    return status is not None and 400 <= status < 500 and status not in (408, 409, 429)
 
 
 class OpenAIEmbedder(RemoteModel):
@@ -139,31 +232,105 @@ def _parse_chat(body: dict[str, Any]) -> tuple[str, Usage]:
     return content.strip(), _read_usage(body)
 
 
-def _parse_echo(
-    body: dict[str, Any], start: int, end: int, candidates: Sequence[str]
-) -> tuple[TokenLogprobs, Usage]:
-    data = body["choices"][0]["logprobs"]
-    rows = [
-        (token, offset, logprob, top or {})
-        for token, offset, logprob, top in zip(
-            data["tokens"], data["text_offset"], data["token_logprobs"], data["top_logprobs"], strict=True
-        )
-        if start <= offset < end or (offset < start < offset + len(token))
-    ]
-    if any(logprob is None for _, _, logprob, _ in rows):
-        raise ValueError("a continuation token has no logprob")
+def _echo_tokens(data: dict[str, Any] | None) -> list[_Scored] | None:
+    """The ``ECHO`` style's tokens, or ``None`` when the server sent no logprobs."""
+    if not data or not data.get("tokens"):
+        return None
+    rows = zip(data["tokens"], data["token_logprobs"], data["top_logprobs"], strict=True)
+    scored: list[_Scored] = []
+    for token, logprob, top in rows:
+        listed = {str(k): float(v) for k, v in (top or {}).items()}
+        floor = min(listed.values(), default=float("-inf"))
+        scored.append(_Scored(str(token), None if logprob is None else float(logprob), listed, floor))
+    return scored
 
-    def candidate_logprobs(top: dict[str, float]) -> dict[str, float]:
-        floor = min(top.values(), default=float("-inf"))
-        return {c: float(top.get(c, floor)) for c in candidates}
 
-    result = TokenLogprobs(
-        tokens=tuple(str(token) for token, _, _, _ in rows),
-        offsets=tuple(max(0, int(offset) - start) for _, offset, _, _ in rows),
-        logprobs=tuple(float(logprob) for _, _, logprob, _ in rows),
-        candidates=tuple(candidate_logprobs(top) for _, _, _, top in rows),
-    )
-    return result, _read_usage(body)
+def _prompt_logprob_tokens(data: list[dict[str, Any] | None] | None) -> list[_Scored] | None:
+    """The ``PROMPT_LOGPROBS`` style's tokens, or ``None`` when the server sent none.
+
+    The first entry of each position is the prompt's own token (vLLM inserts it before the top N); the
+    floor for unlisted candidates is the lowest logprob among the top N (by ``rank``), since the prompt's
+    own token may rank far below them.
+    """
+    if not data:
+        return None
+    scored: list[_Scored] = []
+    for position in data:
+        if position is None:
+            scored.append(_Scored(None, None, {}, float("-inf")))
+            continue
+        entries = list(position.values())
+        listed = {str(e.get("decoded_token")): float(e["logprob"]) for e in entries if e.get("decoded_token")}
+        top = [float(e["logprob"]) for e in entries[1:] or entries]
+        own = entries[0]
+        token = own.get("decoded_token")
+        scored.append(_Scored(None if token is None else str(token), float(own["logprob"]), listed, min(top)))
+    return scored
+
+
+def align_tokens(text: str, tokens: Sequence[str | None]) -> list[int]:
+    """The start offset in ``text`` of each of a server's ``tokens`` (their concatenation, roughly).
+
+    Servers decode each token on its own, so their token strings do not always spell the text: a
+    character split over several byte-level tokens decodes to ``\ufffd`` pieces (or OpenAI's ``bytes:``
+    form), a SentencePiece token may lose its leading space, special tokens (``<s>``) are not in the text
+    at all, and vLLM's ``text_offset`` is only the running sum of those strings' lengths. So the offsets
+    are recomputed here: each readable token is found at or just after the current position; unreadable
+    ones (``None``, replacement characters) are spread over the text between their neighbours; a token
+    found nowhere near is a zero-width special token. Offsets never decrease and lie in ``[0, len(text)]``.
+    """
+    offsets = [0] * len(tokens)
+    pos = 0
+    pending: list[int] = []
+    for i, token in enumerate(tokens):
+        if not token or "\ufffd" in token or token.startswith("bytes:"):
+            pending.append(i)
+            continue
+        reach = pos + len(token) + 16 * (len(pending) + 1)
+        found = text.find(token, pos, reach)
+        if found < 0:  # a special token, not part of the text: zero width, as are unreadable ones before it
+            _spread(offsets, pending, pos, pos)
+            pending = []
+            offsets[i] = pos
+            continue
+        _spread(offsets, pending, pos, found)
+        leading_space = not pending and text[pos:found].isspace()
+        offsets[i] = pos if leading_space else found
+        pending = []
+        pos = found + len(token)
+    _spread(offsets, pending, pos, len(text))
+    return offsets
+
+
+def _spread(offsets: list[int], indices: list[int], low: int, high: int) -> None:
+    """Give the tokens at ``indices`` evenly spaced offsets in ``[low, high)`` (``low`` when empty)."""
+    for k, i in enumerate(indices):
+        offsets[i] = low + (high - low) * k // len(indices)
+
+
+def _continuation_logprobs(
+    name: str, scored: list[_Scored], text: str, start: int, candidates: Sequence[str]
+) -> TokenLogprobs:
+    """The part of the scored ``text`` from ``start`` on (a token straddling ``start`` included), with
+    offsets relative to ``start`` and each token's text as it stands in ``text``."""
+    offsets = align_tokens(text, [s.token for s in scored])
+    ends = [*offsets[1:], len(text)]
+    tokens: list[str] = []
+    relative: list[int] = []
+    logprobs: list[float] = []
+    alternatives: list[dict[str, float]] = []
+    for offset, end, token in zip(offsets, ends, scored, strict=True):
+        if not (start <= offset < len(text) or offset < start < end):
+            continue
+        if token.logprob is None:
+            raise LogprobsUnavailableError(
+                name, "the text's first token straddles the prompt, so it has no logprob: lengthen the prompt"
+            )
+        tokens.append(text[offset:end])
+        relative.append(max(0, offset - start))
+        logprobs.append(token.logprob)
+        alternatives.append({c: token.top.get(c, token.floor) for c in candidates})
+    return TokenLogprobs(tuple(tokens), tuple(relative), tuple(logprobs), tuple(alternatives))
 
 
 def _parse_embeddings(body: dict[str, Any], count: int) -> tuple[Vectors, int]:

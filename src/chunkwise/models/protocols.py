@@ -102,6 +102,36 @@ class Embedder(Protocol):
 
 
 @runtime_checkable
+class QueryEmbedder(Embedder, Protocol):
+    """An embedder that embeds search queries differently from the passages searched.
+
+    Retrieval-trained models want an instruction or a prefix on one side only (bge: "Represent this
+    sentence for searching relevant passages: " before queries; e5: "query: " / "passage: "). ``embed``
+    stays the passage side, so every caller that embeds stored text needs no change; the query side of a
+    pipeline calls :func:`embed_queries`, which falls back to ``embed`` for symmetric models.
+    """
+
+    def embed_queries(self, texts: Sequence[str]) -> Vectors:
+        """One row per query, L2-normalised, dtype float32, comparable with ``embed``'s passage rows."""
+        ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Vectors:
+    """Query vectors: ``embedder.embed_queries`` where the embedder has one, else ``embedder.embed``."""
+    if isinstance(embedder, QueryEmbedder):
+        return embedder.embed_queries(texts)
+    return embedder.embed(texts)
+
+
+def embedder_version(embedder: Embedder) -> str:
+    """The embedder's optional ``version`` (the package release that ships its weights), ``""`` if none.
+
+    Stored with the vectors, so a store is never searched with the same-named model from another release.
+    """
+    return str(getattr(embedder, "version", "") or "")
+
+
+@runtime_checkable
 class LLM(Protocol):
     """A chat model, with tokenisation and teacher-forced logprobs where the backend allows."""
 

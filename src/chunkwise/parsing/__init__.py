@@ -12,21 +12,13 @@ from collections.abc import Callable
 from pathlib import Path
 
 from chunkwise.document import Document
-from chunkwise.errors import EmptyDocumentError, FileTooLargeError, ParseError
+from chunkwise.errors import EmptyDocumentError, FileTooLargeError
 from chunkwise.parsing.detect import detect_format
+from chunkwise.parsing.files import read_file
+from chunkwise.parsing.formats import EXTENSIONS, FORMATS
 from chunkwise.parsing.limits import ParseLimits
 
-__all__ = ["FORMATS", "ParseLimits", "detect_format", "parse_bytes", "parse_file"]
-
-#: Format name -> module implementing it.
-FORMATS: dict[str, str] = {
-    "text": "chunkwise.parsing.text",
-    "markdown": "chunkwise.parsing.markdown",
-    "html": "chunkwise.parsing.html",
-    "pdf": "chunkwise.parsing.pdf",
-    "docx": "chunkwise.parsing.docx",
-    "pptx": "chunkwise.parsing.pptx",
-}
+__all__ = ["EXTENSIONS", "FORMATS", "ParseLimits", "detect_format", "parse_bytes", "parse_file"]
 
 ParserFn = Callable[[bytes, str, ParseLimits], Document]
 
@@ -47,7 +39,9 @@ def parse_bytes(
     """Parse in-memory bytes; ``source`` names the input (used as document id and in errors).
 
     ``fmt`` forces a format; otherwise it is detected from ``source``'s extension and the content.
-    Raises a :class:`~chunkwise.errors.ParseError` subclass on bad input.
+    Raises a :class:`~chunkwise.errors.ParseError` subclass on bad input, and
+    :class:`~chunkwise.errors.FileTooLargeError` past any of ``limits`` (parsers that can stop early
+    check ``limits.max_chars`` while extracting; the finished text is checked here for all).
     """
     limits = limits or ParseLimits()
     if not data:
@@ -55,7 +49,9 @@ def parse_bytes(
     if len(data) > limits.max_bytes:
         raise FileTooLargeError(source, f"{len(data)} bytes exceeds the limit of {limits.max_bytes}")
     fmt = fmt or detect_format(data, source)
-    return _parser(fmt)(data, source, limits)
+    doc = _parser(fmt)(data, source, limits)
+    limits.check_chars(len(doc.text), source)
+    return doc
 
 
 def parse_file(
@@ -67,19 +63,11 @@ def parse_file(
 ) -> Document:
     """Parse a file. The document id is ``doc_id`` or the path as given (POSIX form).
 
-    The size limit is checked before reading, so a 200 MB file over the limit costs no memory.
+    Only regular files are read (symlinks are followed), and never past ``limits.max_bytes``: the size
+    is checked before reading, so a 200 MB file over the limit costs no memory, and again while
+    reading (see :mod:`.files`).
     """
     limits = limits or ParseLimits()
-    p = Path(path)
-    source = doc_id or p.as_posix()
-    try:
-        size = p.stat().st_size
-    except OSError as exc:
-        raise ParseError(source, f"cannot read file: {exc.strerror or exc}") from exc
-    if size > limits.max_bytes:
-        raise FileTooLargeError(source, f"{size} bytes exceeds the limit of {limits.max_bytes}")
-    try:
-        data = p.read_bytes()
-    except OSError as exc:
-        raise ParseError(source, f"cannot read file: {exc.strerror or exc}") from exc
+    source = doc_id or Path(path).as_posix()
+    data = read_file(path, source, limits.max_bytes)
     return parse_bytes(data, source, fmt=fmt, limits=limits)

@@ -24,11 +24,6 @@ def normalise_inline(text: str) -> str:
     return " ".join(text.split())
 
 
-def heading_title(unit: Unit) -> str:
-    """A heading unit's title without its Markdown ``#`` marker."""
-    return unit.text.lstrip("#").strip()
-
-
 def render_table(rows: list[list[str]]) -> str:
     """Render rows as a Markdown pipe table (first row = header); ragged rows are padded."""
     cleaned = [[normalise_inline(cell).replace("|", "\\|") for cell in row] for row in rows]
@@ -150,7 +145,7 @@ class DocumentBuilder:
         """Freeze the collected units into a document; the title defaults to the first heading."""
         if title is None:
             first = next((u for u in self._units if u.kind is UnitKind.HEADING), None)
-            title = heading_title(first) if first else None
+            title = first.title if first else None
         return Document(
             id=doc_id,
             text="".join(self._parts),

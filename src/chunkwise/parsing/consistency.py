@@ -25,7 +25,6 @@ from collections import Counter
 from dataclasses import dataclass
 
 from chunkwise.document import Document
-from chunkwise.parsing.builder import heading_title
 
 _TOKEN = re.compile(r"[^\W_]+")
 
@@ -50,7 +49,7 @@ def token_f1(candidate: str, reference: str) -> float:
 
 def heading_titles(doc: Document) -> list[str]:
     """The document's heading titles in order, each normalised to its tokens joined by spaces."""
-    return [" ".join(tokens(heading_title(unit))) for unit in doc.headings()]
+    return [" ".join(tokens(unit.title)) for unit in doc.headings()]
 
 
 def lcs_length(a: list[str], b: list[str]) -> int:

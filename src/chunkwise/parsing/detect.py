@@ -12,20 +12,8 @@ import zipfile
 from pathlib import PurePath
 
 from chunkwise.errors import CorruptFileError, UnsupportedFormatError
-
-#: Extension (lower case, with dot) -> format name.
-EXTENSIONS: dict[str, str] = {
-    ".txt": "text",
-    ".text": "text",
-    ".md": "markdown",
-    ".markdown": "markdown",
-    ".html": "html",
-    ".htm": "html",
-    ".xhtml": "html",
-    ".pdf": "pdf",
-    ".docx": "docx",
-    ".pptx": "pptx",
-}
+from chunkwise.parsing.formats import EXTENSIONS
+from chunkwise.parsing.ooxml import ZIP_ERRORS
 
 #: Member that identifies each Office Open XML format inside its zip.
 _OOXML_MARKERS: dict[str, str] = {"docx": "word/document.xml", "pptx": "ppt/presentation.xml"}
@@ -37,7 +25,7 @@ def _zip_format(data: bytes, source: str) -> str | None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as archive:
             names = set(archive.namelist())
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except ZIP_ERRORS as exc:
         raise CorruptFileError(source, f"not a valid zip archive ({exc})") from exc
     for fmt, marker in _OOXML_MARKERS.items():
         if marker in names:

@@ -1,9 +1,9 @@
 """DOCX parser: the body in reading order, with heading levels, lists, quotes, code and tables.
 
 The package is first checked by :func:`~chunkwise.parsing.ooxml.check_package` (zip bomb, DTD/entity
-declarations) and only then loaded with python-docx. The body is walked element by element so that
-paragraphs and tables keep their interleaving (python-docx's ``paragraphs``/``tables`` lists lose it);
-content controls (``w:sdt``) are descended into.
+declarations, text volume) and only then loaded with python-docx. The body is walked element by element
+so that paragraphs and tables keep their interleaving (python-docx's ``paragraphs``/``tables`` lists
+lose it); content controls (``w:sdt``) are descended into.
 
 Paragraph roles come from the style, following the style's ``basedOn`` chain so that custom styles
 derived from the built-in ones are recognised:
@@ -26,39 +26,56 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from chunkwise.document import Document
-from chunkwise.errors import EmptyDocumentError
+from chunkwise.errors import CorruptFileError, EmptyDocumentError
 from chunkwise.parsing.builder import DocumentBuilder
 from chunkwise.parsing.limits import ParseLimits
-from chunkwise.parsing.ooxml import check_package, unreadable
+from chunkwise.parsing.ooxml import TextMarkup, check_package, unreadable
 
-_W = "{http://schemas.openxmlformats.org/wordprocessingml/2006/main}"
+_W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+_W = f"{{{_W_NS}}}"
+#: The elements :func:`_paragraph_text` reads, for the package's text-volume check.
+_TEXT = TextMarkup(
+    re.compile("word/document.xml"),
+    f"{_W_NS} t",
+    frozenset(f"{_W_NS} {name}" for name in ("tab", "br", "cr", "noBreakHyphen")),
+)
 
 _HEADING_STYLE = re.compile(r"^heading\s*([1-9])$", re.IGNORECASE)
 _LIST_STYLE = re.compile(r"^list (?:bullet|number|continue|paragraph) ([2-9])$")
 _QUOTE_STYLES = frozenset({"quote", "intense quote", "block text"})
 _CODE_STYLES = frozenset({"source code", "html preformatted", "code", "plain text"})
 _CAPTION_STYLES = frozenset({"caption", "image caption", "table caption"})
+#: The deepest numbering level OOXML defines (``w:ilvl`` runs 0-8); deeper values are clamped, so a
+#: hostile ``w:ilvl="999999999"`` cannot ask for a billion spaces of indentation.
+_MAX_LIST_LEVEL = 8
 #: Numbering formats rendered as bullets; every other format (decimal, letters, roman) is counted.
 _BULLET_FORMATS = frozenset({"bullet", "none", ""})
 
 
 def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
     """Parse DOCX bytes into a :class:`Document` (see the module docstring for the mapping)."""
-    check_package(data, source, limits)
+    check_package(data, source, limits, _TEXT)
     try:
         import docx
 
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:  # python-docx reports malformed packages with many exception types
         raise unreadable(source, "docx", exc) from exc
-    walker = _BodyWalker(document)
+    body = document.element.find(f"{_W}body")  # None when the main part is some other XML
+    if body is None:
+        raise CorruptFileError(source, "cannot read as DOCX: the main document part has no body")
     try:
-        walker.walk(document.element.body)
-    except ValueError as exc:  # a malformed number in the XML (numbering level, outline level)
+        walker = _BodyWalker(document)
+        walker.walk(body)
+    # A malformed number or enumeration value in the XML: numbering or outline level, style type.
+    except ValueError as exc:
         raise unreadable(source, "docx", exc) from exc
     if walker.builder.unit_count == 0:
         raise EmptyDocumentError(source, "the DOCX document holds no text")
-    title = (document.core_properties.title or "").strip() or None
+    try:
+        title = (document.core_properties.title or "").strip() or None
+    except AttributeError:  # the core-properties part holds other XML: the title is optional, go without
+        title = None
     return walker.builder.build(source, title=title, source=source, fmt="docx")
 
 
@@ -233,7 +250,8 @@ def _numbering_properties(candidates: tuple[Any, ...]) -> tuple[str, int] | None
         value = num_id.get(f"{_W}val", "0") if num_id is not None else "0"
         if value == "0":
             return None  # numId 0 explicitly removes numbering
-        return value, int(ilvl.get(f"{_W}val", "0")) if ilvl is not None else 0
+        level = int(ilvl.get(f"{_W}val", "0")) if ilvl is not None else 0
+        return value, min(max(level, 0), _MAX_LIST_LEVEL)
     return None
 
 

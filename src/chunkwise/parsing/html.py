@@ -38,7 +38,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 from chunkwise.document import Document
 from chunkwise.errors import EmptyDocumentError, UnsafeContentError
 from chunkwise.parsing.blocks import BlockAssembler
-from chunkwise.parsing.builder import heading_title, normalise_inline
+from chunkwise.parsing.builder import normalise_inline
 from chunkwise.parsing.decoding import decode_bytes
 from chunkwise.parsing.limits import ParseLimits
 
@@ -383,14 +383,18 @@ def parse_html(markup: str, source: str, limits: ParseLimits | None = None) -> D
     doc = builder.build(source, source=source, fmt="html")
     title_node = tree.head.css_first("title") if tree.head is not None else None
     title = normalise_inline(title_node.text()) if title_node is not None else ""
-    first_h1 = next((heading_title(u) for u in doc.headings() if u.level == 1), None)
+    first_h1 = next((u.title for u in doc.headings() if u.level == 1), None)
     title = title or first_h1 or doc.title or ""
     return dataclasses.replace(doc, title=title or None)
 
 
 def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
-    """Decode an HTML file (BOM, UTF-8, ``<meta charset>``, detection) and parse it."""
+    """Decode an HTML file (BOM, UTF-8, ``<meta charset>``, detection) and parse it.
+
+    Markup longer than ``limits.max_chars`` is refused before it is parsed.
+    """
     declared = _META_CHARSET.search(data[:4096])
     decoded = decode_bytes(data, source, declared.group(1).decode("ascii") if declared else None)
+    limits.check_chars(len(decoded.text), source)
     doc = parse_html(decoded.text, source, limits)
     return dataclasses.replace(doc, metadata={**doc.metadata, "encoding": decoded.encoding})

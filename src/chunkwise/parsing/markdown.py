@@ -137,6 +137,7 @@ def parse_markdown(
 
 
 def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
-    """Decode (see :mod:`.decoding`) and parse a Markdown file."""
+    """Decode (see :mod:`.decoding`) and parse a Markdown file; refused past ``limits.max_chars``."""
     decoded = decode_bytes(data, source)
+    limits.check_chars(len(decoded.text), source)
     return parse_markdown(decoded.text, source, limits, {"encoding": decoded.encoding})

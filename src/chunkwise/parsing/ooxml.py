@@ -14,6 +14,15 @@ A DOCX or PPTX file is a zip archive of XML parts, which makes it a vehicle for 
   ``media/image1.png``): members that do not start like XML are skipped after their first block, and
   in XML parts only the prolog is scanned (a DTD must come before the root element), in small blocks.
 
+* **text bombs**: a package within those limits can still inflate to hundreds of megabytes of text
+  (text compresses about 100:1), which python-docx and python-pptx would hold as a full XML tree and
+  then as strings. When the parts the parser reads (by their usual names: ``word/document.xml``,
+  ``ppt/slides/slideN.xml``) are together larger than ``ParseLimits.max_chars`` bytes (each character
+  of text takes at least one byte of XML, so smaller parts cannot pass the limit), their text runs
+  are counted by a streaming parse that keeps no tree and stops at the limit. A package that keeps
+  its text under other names escapes this early count, not the limits: its inflated size is bounded by
+  ``max_uncompressed_bytes`` and its extracted text is checked against ``max_chars`` after parsing.
+
 Both the DOCX and the PPTX parser call :func:`check_package` first and hand the bytes to python-docx or
 python-pptx only when it passes.
 """
@@ -21,8 +30,12 @@ python-pptx only when it passes.
 from __future__ import annotations
 
 import io
+import lzma
 import re
 import zipfile
+import zlib
+from dataclasses import dataclass
+from xml.parsers import expat
 
 from chunkwise.errors import CorruptFileError, FileTooLargeError, UnsafeContentError
 from chunkwise.parsing.limits import ParseLimits
@@ -38,22 +51,53 @@ _ROOT_START = re.compile(rb"<[A-Za-z_:]")
 
 _SCAN_BLOCK = 4096
 
+#: What opening a damaged archive or reading a damaged member raises: zipfile's own errors, the
+#: decompressors' (zlib, LZMA; bzip2 raises OSError), an unsupported zip version or compression method
+#: (NotImplementedError) and an encrypted member (RuntimeError).
+ZIP_ERRORS = (
+    zipfile.BadZipFile,
+    zlib.error,
+    lzma.LZMAError,
+    OSError,
+    EOFError,
+    ValueError,
+    NotImplementedError,
+    RuntimeError,
+)
 
-def check_package(data: bytes, source: str, limits: ParseLimits) -> None:
-    """Refuse a zip bomb or an XML part that declares a DTD; return quietly when the package is safe.
+#: Bytes of XML fed to the streaming text counter at a time; the limit is checked between blocks.
+_COUNT_BLOCK = 1 << 16
+
+
+@dataclass(frozen=True, slots=True)
+class TextMarkup:
+    """Where a format's text lives: the parts (a pattern their names fully match), the text-run element
+    and the empty elements that each stand for one character (tabs, breaks). Element names are
+    ``"<namespace URI> <local name>"``."""
+
+    parts: re.Pattern[str]
+    run: str
+    single: frozenset[str]
+
+
+def check_package(data: bytes, source: str, limits: ParseLimits, text: TextMarkup) -> None:
+    """Refuse a zip bomb, an XML part that declares a DTD, or more than ``limits.max_chars`` characters
+    in ``text`` elements; return quietly when the package is safe.
 
     Raises :class:`CorruptFileError` when ``data`` is not a readable zip, :class:`FileTooLargeError`
-    for a zip bomb and :class:`UnsafeContentError` for DTD/entity declarations.
+    for a zip bomb or a text bomb and :class:`UnsafeContentError` for DTD/entity declarations.
     """
     try:
         archive = zipfile.ZipFile(io.BytesIO(data))
-    except (zipfile.BadZipFile, OSError, ValueError) as exc:
+    except ZIP_ERRORS as exc:
         raise CorruptFileError(source, f"not a valid zip archive ({exc})") from exc
     with archive:
         members = archive.infolist()
         _check_sizes(members, source, limits)
-        for info in members:
-            _check_prolog(archive, info, source)
+        xml_members = [info for info in members if _check_prolog(archive, info, source)]
+        text_parts = [info for info in xml_members if text.parts.fullmatch(info.filename)]
+        if sum(info.file_size for info in text_parts) > limits.max_chars:
+            _check_text_volume(archive, text_parts, source, limits, text)
 
 
 def _check_sizes(members: list[zipfile.ZipInfo], source: str, limits: ParseLimits) -> None:
@@ -82,8 +126,11 @@ def _check_sizes(members: list[zipfile.ZipInfo], source: str, limits: ParseLimit
         )
 
 
-def _check_prolog(archive: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) -> None:
-    """Scan one member, if it is XML, up to its root element for ``<!DOCTYPE`` / ``<!ENTITY``."""
+def _check_prolog(archive: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) -> bool:
+    """Scan one member, if it is XML, up to its root element for ``<!DOCTYPE`` / ``<!ENTITY``.
+
+    Returns whether the member is XML (or may be: an empty or blank member counts as XML).
+    """
     tail = b""
     utf16: str | None = None
     started = False  # seen the first non-blank byte
@@ -98,7 +145,7 @@ def _check_prolog(archive: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) 
                 if not started:
                     lead = block.lstrip(b"\xef\xbb\xbf \t\r\n")
                     if lead and not lead.startswith(b"<"):
-                        return  # not XML (an image, a font): nothing an XML parser will read
+                        return False  # not XML (an image, a font): nothing an XML parser will read
                     started = bool(lead)
                 window = tail + block
                 root = _ROOT_START.search(window)
@@ -109,10 +156,69 @@ def _check_prolog(archive: zipfile.ZipFile, info: zipfile.ZipInfo, source: str) 
                         "external entity attack); refused",
                     )
                 if root:
-                    return
+                    return True
                 tail = window[-16:]
-    except (zipfile.BadZipFile, OSError, EOFError, ValueError) as exc:
+    except ZIP_ERRORS as exc:
         raise CorruptFileError(source, f"damaged archive member {info.filename} ({exc})") from exc
+    return True
+
+
+class _TextCounter:
+    """Expat handlers that count the characters inside text-run elements and the one-character ones."""
+
+    def __init__(self, text: TextMarkup, count: int) -> None:
+        self.text = text
+        self.count = count
+        self._inside = 0
+
+    def start(self, name: str, _attributes: object) -> None:
+        if name == self.text.run:
+            self._inside += 1
+        elif name in self.text.single:
+            self.count += 1
+
+    def end(self, name: str) -> None:
+        if name == self.text.run:
+            self._inside -= 1
+
+    def characters(self, data: str) -> None:
+        if self._inside:
+            self.count += len(data)
+
+
+def _check_text_volume(
+    archive: zipfile.ZipFile,
+    members: list[zipfile.ZipInfo],
+    source: str,
+    limits: ParseLimits,
+    text: TextMarkup,
+) -> None:
+    """Count the characters in ``text`` elements of ``members``, stopping past the limit.
+
+    Expat reads each member in blocks and keeps only the running count, so memory stays constant
+    whatever the size. A member that is not well-formed XML ends its own count: the parsers report it
+    if it matters. Members were checked for DTDs before, so no entity is ever expanded here.
+    """
+    count = 0
+    for info in members:
+        counter = _TextCounter(text, count)  # a fresh one per member: a broken one may end inside a run
+        parser = expat.ParserCreate(namespace_separator=" ")
+        parser.buffer_text = True
+        parser.StartElementHandler = counter.start
+        parser.EndElementHandler = counter.end
+        parser.CharacterDataHandler = counter.characters
+        try:
+            with archive.open(info) as member:
+                while block := member.read(_COUNT_BLOCK):
+                    parser.Parse(block, False)
+                    limits.check_chars(counter.count, source)
+                parser.Parse(b"", True)
+        except expat.ExpatError:
+            pass
+        except ZIP_ERRORS as exc:
+            raise CorruptFileError(source, f"damaged archive member {info.filename} ({exc})") from exc
+        count = counter.count
+        limits.check_chars(count, source)
 
 
 def unreadable(source: str, fmt: str, exc: Exception) -> CorruptFileError:

@@ -38,7 +38,9 @@ Pipeline:
 
 Errors: a file without an end-of-file marker is truncated (:class:`CorruptFileError`); PDFium's
 password error is :class:`EncryptedFileError`; a readable file whose pages hold no characters (scanned
-or drawn pages) is :class:`NoTextError`.
+or drawn pages) is :class:`NoTextError`; one whose pages add up to more than ``ParseLimits.max_chars``
+characters is :class:`FileTooLargeError`, raised at the page that passes the limit (a few kilobytes can
+draw one content stream on thousands of pages).
 """
 
 from __future__ import annotations
@@ -60,6 +62,9 @@ from chunkwise.parsing.pdf_tables import find_tables
 _ERR_PASSWORD = 4
 #: Codes PDFium gives a hyphen it recognised as end-of-line hyphenation (``FPDFText_IsHyphen``).
 _HYPHENATION_MARKS = frozenset({0x02, 0xFFFE})
+#: What a character PDFium reports as a surrogate or past U+10FFFF becomes (a broken ToUnicode map can
+#: say anything; a lone surrogate would make the text unencodable).
+_REPLACEMENT = 0xFFFD
 #: A valid PDF ends with ``%%EOF`` within its last kilobyte (trailing junk is tolerated up to that).
 _EOF_WINDOW = 1024
 
@@ -101,9 +106,11 @@ class _Block:
 
 
 def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
-    """Parse PDF bytes into a :class:`Document` whose units carry their page numbers."""
-    del limits  # the one limit that applies to PDF, the input size, was enforced by parse_bytes
-    pages = _read_pages(data, source)
+    """Parse PDF bytes into a :class:`Document` whose units carry their page numbers.
+
+    Pages are read one at a time and counted: past ``limits.max_chars`` characters reading stops.
+    """
+    pages = _read_pages(data, source, limits)
     lines = _drop_page_furniture([line for page_lines, _ in pages for line in page_lines], len(pages))
     if not lines:
         raise NoTextError(source, "the PDF has no extractable text (scanned or image-only pages?)")
@@ -120,8 +127,9 @@ def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
 # -- reading ---------------------------------------------------------------------------------------
 
 
-def _read_pages(data: bytes, source: str) -> list[tuple[list[Line], list[Rule]]]:
+def _read_pages(data: bytes, source: str, limits: ParseLimits) -> list[tuple[list[Line], list[Rule]]]:
     import pypdfium2 as pdfium
+    from pypdfium2 import raw
 
     if b"%%EOF" not in data[-_EOF_WINDOW:]:
         raise CorruptFileError(source, "the PDF is truncated (no end-of-file marker)")
@@ -133,59 +141,64 @@ def _read_pages(data: bytes, source: str) -> list[tuple[list[Line], list[Rule]]]
         raise CorruptFileError(source, f"cannot read as PDF: {exc}") from exc
     try:
         pages = []
+        chars = 0
         for number in range(1, len(document) + 1):
-            page = document[number - 1]
+            page = textpage = None
             try:
-                pages.append((_page_lines(page, number), _page_rules(page)))
+                page = document[number - 1]
+                textpage = page.get_textpage()
+                chars += raw.FPDFText_CountChars(textpage.raw)
+                limits.check_chars(chars, source)
+                pages.append((_page_lines(page, textpage, number), _page_rules(page)))
+            except pdfium.PdfiumError as exc:  # a page object the document lists but PDFium cannot load
+                raise CorruptFileError(source, f"cannot read page {number}: {exc}") from exc
             finally:
-                page.close()
+                for handle in (textpage, page):
+                    if handle is not None:
+                        handle.close()
         return pages
     finally:
         document.close()
 
 
-def _page_lines(page: Any, number: int) -> list[Line]:
+def _page_lines(page: Any, textpage: Any, number: int) -> list[Line]:
     """Group the page's characters into lines (see the module docstring, step 1)."""
     from pypdfium2 import raw
 
-    textpage = page.get_textpage()
-    try:
-        handle = textpage.raw
-        height = page.get_height()
-        box = raw.FS_RECTF()
-        lines: list[Line] = []
-        chars: list[tuple[str, float, float, float, float, float, int]] = []
+    handle = textpage.raw
+    height = page.get_height()
+    box = raw.FS_RECTF()
+    lines: list[Line] = []
+    chars: list[tuple[str, float, float, float, float, float, int]] = []
 
-        def flush(hyphenated: bool) -> None:
-            line = _make_line(chars, number, height, hyphenated)
-            if line is not None:
-                lines.append(line)
-            chars.clear()
+    def flush(hyphenated: bool) -> None:
+        line = _make_line(chars, number, height, hyphenated)
+        if line is not None:
+            lines.append(line)
+        chars.clear()
 
-        get_unicode, get_box = raw.FPDFText_GetUnicode, raw.FPDFText_GetLooseCharBox
-        get_size, get_weight = raw.FPDFText_GetFontSize, raw.FPDFText_GetFontWeight
-        last_bottom, last_right = 0.0, float("inf")  # of the line's last glyph; inf: no glyph yet
-        for index in range(raw.FPDFText_CountChars(handle)):
-            code = get_unicode(handle, index)
-            if code in (10, 13) or code in _HYPHENATION_MARKS:
-                flush(code in _HYPHENATION_MARKS)
-                last_right = float("inf")
-                continue
-            if code <= 32 or chr(code).isspace():
-                chars.append(_SPACE)
-                continue
-            get_box(handle, index, box)
-            size = get_size(handle, index)
-            if abs(box.bottom - last_bottom) > 0.8 * max(size, 1.0) and box.left < last_right - size:
-                flush(False)  # the baseline jumped while the pen moved left: a line PDFium did not break
-            chars.append(
-                (chr(code), box.left, box.right, box.bottom, box.top, size, get_weight(handle, index))
-            )
-            last_bottom, last_right = box.bottom, box.right
-        flush(False)
-        return lines
-    finally:
-        textpage.close()
+    get_unicode, get_box = raw.FPDFText_GetUnicode, raw.FPDFText_GetLooseCharBox
+    get_size, get_weight = raw.FPDFText_GetFontSize, raw.FPDFText_GetFontWeight
+    last_bottom, last_right = 0.0, float("inf")  # of the line's last glyph; inf: no glyph yet
+    for index in range(raw.FPDFText_CountChars(handle)):
+        code = get_unicode(handle, index)
+        if 0xD800 <= code <= 0xDFFF or code > 0x10FFFF:
+            code = _REPLACEMENT
+        if code in (10, 13) or code in _HYPHENATION_MARKS:
+            flush(code in _HYPHENATION_MARKS)
+            last_right = float("inf")
+            continue
+        if code <= 32 or chr(code).isspace():
+            chars.append(_SPACE)
+            continue
+        get_box(handle, index, box)
+        size = get_size(handle, index)
+        if abs(box.bottom - last_bottom) > 0.8 * max(size, 1.0) and box.left < last_right - size:
+            flush(False)  # the baseline jumped while the pen moved left: a line PDFium did not break
+        chars.append((chr(code), box.left, box.right, box.bottom, box.top, size, get_weight(handle, index)))
+        last_bottom, last_right = box.bottom, box.right
+    flush(False)
+    return lines
 
 
 def _make_line(

@@ -1,7 +1,8 @@
 """PPTX parser: slide titles as headings, bullets with their levels, text frames, tables, optional notes.
 
 The package is first checked by :func:`~chunkwise.parsing.ooxml.check_package` (zip bomb, DTD/entity
-declarations) and only then loaded with python-pptx. Every unit carries its slide number as ``page``.
+declarations, text volume) and only then loaded with python-pptx. Every unit carries its slide number
+as ``page``.
 
 Mapping, decided from the decks of ``data/formats/`` (rendered from Markdown originals):
 
@@ -23,17 +24,27 @@ Shapes are read in z-order (the order of the slide's shape tree), which is also 
 
 from __future__ import annotations
 
+import dataclasses
 import io
+import re
 from collections.abc import Iterator
 from typing import Any
 
 from chunkwise.document import Document
-from chunkwise.errors import EmptyDocumentError
+from chunkwise.errors import CorruptFileError, EmptyDocumentError
 from chunkwise.parsing.builder import DocumentBuilder
 from chunkwise.parsing.limits import ParseLimits
-from chunkwise.parsing.ooxml import check_package, unreadable
+from chunkwise.parsing.ooxml import TextMarkup, check_package, unreadable
 
-_A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
+_A_NS = "http://schemas.openxmlformats.org/drawingml/2006/main"
+_A = f"{{{_A_NS}}}"
+_P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
+#: Text runs and line breaks (python-pptx reads a break as a vertical tab) of the slides, and of the
+#: notes when they are read, for the text-volume check.
+_TEXT = TextMarkup(re.compile(r"ppt/slides/slide\d+\.xml"), f"{_A_NS} t", frozenset({f"{_A_NS} br"}))
+_TEXT_WITH_NOTES = dataclasses.replace(
+    _TEXT, parts=re.compile(r"ppt/(?:slides/slide|notesSlides/notesSlide)\d+\.xml")
+)
 
 
 def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
@@ -45,27 +56,35 @@ def parse_presentation(
     data: bytes, source: str, limits: ParseLimits, *, include_notes: bool = False
 ) -> Document:
     """Parse PPTX bytes; ``include_notes`` adds each slide's speaker notes after its content."""
-    check_package(data, source, limits)
+    check_package(data, source, limits, _TEXT_WITH_NOTES if include_notes else _TEXT)
     try:
         import pptx
+        from pptx.exc import InvalidXmlError
 
         presentation = pptx.Presentation(io.BytesIO(data))
     except Exception as exc:  # python-pptx reports malformed packages with many exception types
         raise unreadable(source, "pptx", exc) from exc
     builder = DocumentBuilder()
     try:
-        _add_slides(builder, presentation, include_notes)
-    except ValueError as exc:  # a malformed number in the XML (paragraph level, numbering start)
+        _add_slides(builder, presentation, include_notes, source)
+    # A malformed value in the XML (a paragraph level, a numbering start, a bold flag reading "abc"),
+    # or a slide list naming a relationship the package lacks: python-pptx reads both lazily.
+    except (ValueError, KeyError, InvalidXmlError) as exc:
         raise unreadable(source, "pptx", exc) from exc
     if builder.unit_count == 0:
         raise EmptyDocumentError(source, "the PPTX presentation holds no text")
     return builder.build(source, source=source, fmt="pptx")
 
 
-def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool) -> None:
+def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool, source: str) -> None:
     """Add every slide's title, shapes and (optionally) notes, each unit tagged with its slide number."""
     deck_title = False
-    for number, slide in enumerate(presentation.slides, start=1):
+    try:
+        slides = list(presentation.slides)  # python-pptx resolves each slide's relationship here
+    except AttributeError as exc:  # a relationship that leads to some other part, not a slide
+        raise unreadable(source, "pptx", exc) from exc
+    for number, slide in enumerate(slides, start=1):
+        _require_shape_tree(slide, f"slide {number}", source)
         title_shape = _title_shape(slide)
         title_level = 1 if number == 1 or not deck_title else 2
         title_text = title_shape.text_frame.text if title_shape is not None else ""
@@ -87,9 +106,17 @@ def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool
             elif getattr(shape, "has_text_frame", False):
                 _text_frame(builder, shape, sub_level, number)
         if include_notes and slide.has_notes_slide:
+            _require_shape_tree(slide.notes_slide, f"the notes of slide {number}", source)
             notes = slide.notes_slide.notes_text_frame
             for paragraph in notes.paragraphs if notes is not None else ():
                 builder.paragraph(paragraph.text, page=number)
+
+
+def _require_shape_tree(slide: Any, what: str, source: str) -> None:
+    """Refuse a slide (or notes) part that holds other XML: python-pptx would fail on its first shape
+    with an ``AttributeError``, the same as for a bug, so the shape tree is checked first."""
+    if slide.element.find(f"{_P}cSld/{_P}spTree") is None:
+        raise CorruptFileError(source, f"cannot read as PPTX: {what} has no shape tree")
 
 
 def _title_shape(slide: Any) -> Any:

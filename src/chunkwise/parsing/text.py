@@ -78,7 +78,8 @@ def text_document(
 def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
     """Decode a plain-text file (see :mod:`.decoding`) and split it into paragraphs.
 
-    ``limits`` is accepted for the common parser signature; the size limit is enforced before reading.
+    The text is refused past ``limits.max_chars`` before it is split.
     """
     decoded = decode_bytes(data, source)
+    limits.check_chars(len(decoded.text), source)
     return text_document(source, decoded.text, source=source, metadata={"encoding": decoded.encoding})

@@ -1,7 +1,33 @@
-"""The embedded knowledge-base store: one directory, one SQLite database (WAL), vectors beside it in
-memory. See :class:`~chunkwise.store.database.Store`."""
+"""Knowledge-base stores: the :class:`~.protocol.Store` protocol and its implementations.
 
-from chunkwise.store.database import DocumentInfo, Store
-from chunkwise.store.dense import DenseIndex
+:func:`open_store` picks the implementation from the location: a directory is a
+:class:`~.sqlite.SQLiteStore` (one SQLite file, WAL, vectors beside it in memory).
+"""
 
-__all__ = ["DenseIndex", "DocumentInfo", "Store"]
+from __future__ import annotations
+
+from pathlib import Path
+
+from chunkwise.store.protocol import DocumentInfo, Store, StoredChunk, StoreSettings
+
+__all__ = ["DocumentInfo", "Store", "StoreSettings", "StoredChunk", "open_store"]
+
+
+def open_store(
+    location: str | Path,
+    settings: StoreSettings | None = None,
+    *,
+    read_only: bool = False,
+    damaged_ok: bool = False,
+) -> Store:
+    """The store at ``location`` (a knowledge-base directory), created when absent unless ``read_only``
+    (then it must exist, and nothing is written to it). ``damaged_ok`` opens a store whose files show
+    damage, for :meth:`~.protocol.Store.check` and :meth:`~.protocol.Store.repair`.
+
+    Raises:
+        StoreError: the location cannot hold a store (not a directory, read-only for a writer, no store
+            there for a reader), or its files are damaged (:class:`~chunkwise.errors.CorruptStoreError`).
+    """
+    from chunkwise.store.sqlite import SQLiteStore
+
+    return SQLiteStore(location, settings, read_only=read_only, damaged_ok=damaged_ok)

@@ -3,14 +3,13 @@
 The exact path keeps every vector in one float32 matrix and scores a query with one matrix-vector product
 and an ``argpartition``; at 100k × 384 that is a few milliseconds on two cores. Above
 ``hnsw_threshold`` vectors an HNSW graph (usearch, cosine metric) answers instead; it is built on first
-use and saved next to the database with the store generation it was built for, so another process reuses
-it, and it is rebuilt when the store changes. Its recall@10 against the exact search is measured in the
-tests and in ``bench/pipeline_latency.py``.
+use and saved next to the database with a stamp of the store generation it was built for (see
+:mod:`.sidecar`), so another process reuses it, and it is rebuilt when the store changes. Its recall@10
+against the exact search is measured in the tests and in ``bench/pipeline_latency.py``.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any
@@ -18,12 +17,13 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from chunkwise.blas import one_blas_thread
 from chunkwise.errors import ConfigError
 from chunkwise.models.protocols import Vectors
-from chunkwise.retrieval.blas import one_blas_thread
+from chunkwise.store.sidecar import Keys, stamp_state, write_stamp
 
-Keys = npt.NDArray[np.int64]
-
+#: The saved graph and its stamp, beside the database.
+GRAPH, STAMP = "hnsw.usearch", "hnsw.json"
 #: HNSW search breadth (usearch's ``expansion_search``; its default is 64): 128 buys recall for ~10% time.
 EXPANSION_SEARCH = 128
 
@@ -37,25 +37,21 @@ def top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
 
 
 class DenseIndex:
-    """Vectors of one store generation: ``keys`` (sorted chunk keys) and the matching ``matrix`` rows."""
+    """Vectors of one store generation: ``keys`` (sorted chunk keys) and the matching ``matrix`` rows.
+    Its HNSW graph is saved in ``directory`` unless ``save`` is false (a read-only store)."""
 
     def __init__(
-        self, keys: Keys, matrix: Vectors, generation: int, directory: Path, hnsw_threshold: int
+        self, keys: Keys, matrix: Vectors, generation: int, directory: Path, *, save: bool = True
     ) -> None:
         self.keys = keys
         self.matrix = matrix
         self.generation = generation
         self.directory = directory
-        self.hnsw_threshold = hnsw_threshold
+        self.save = save
         self._hnsw: Any = None
 
     def __len__(self) -> int:
         return int(self.keys.size)
-
-    @property
-    def uses_hnsw(self) -> bool:
-        """True when searches go through the HNSW graph."""
-        return len(self) >= self.hnsw_threshold
 
     def rows(self, keys: Keys) -> Vectors:
         """The vectors of ``keys`` (each must be present)."""
@@ -70,30 +66,33 @@ class DenseIndex:
         best = top_k(scores, k)
         return [(int(self.keys[i]), float(scores[i])) for i in best]
 
-    def search(self, query: Vectors, k: int) -> list[tuple[int, float]]:
-        """Nearest chunk keys: exact below the threshold, approximate (HNSW) at or above it."""
-        if not self.uses_hnsw:
+    def search(self, query: Vectors, k: int, *, approximate: bool = False) -> list[tuple[int, float]]:
+        """Nearest chunk keys: exact, or through the HNSW graph when ``approximate``."""
+        if not approximate or not len(self):
             return self.exact(query, k)
-        index = self._graph()
+        index = self.graph()
         found = index.search(query.astype(np.float32), min(k, len(self)))
         return [(int(key), 1.0 - float(dist)) for key, dist in zip(found.keys, found.distances, strict=True)]
 
-    def _graph(self) -> Any:
+    def graph(self) -> Any:
+        """The HNSW graph: the saved one when its stamp says it is this generation's and intact, else
+        built from the vectors (and saved, unless the store is read-only)."""
         if self._hnsw is not None:
             return self._hnsw
         try:
             from usearch.index import Index
         except ImportError:
             raise ConfigError("HNSW search needs usearch: pip install 'chunkwise[hnsw]'") from None
-        path, stamp = self.directory / "hnsw.usearch", self.directory / "hnsw.json"
+        path, stamp = self.directory / GRAPH, self.directory / STAMP
         index = Index(ndim=self.matrix.shape[1], metric="cos", dtype="f32", expansion_search=EXPANSION_SEARCH)
-        if stamp.is_file() and json.loads(stamp.read_text()).get("generation") == self.generation:
+        if stamp_state(stamp, self.generation, self.keys, path).usable:
             index.load(str(path))
         else:
             index.add(self.keys, self.matrix)
-            tmp = path.with_suffix(".tmp")
-            index.save(str(tmp))
-            os.replace(tmp, path)
-            stamp.write_text(json.dumps({"generation": self.generation, "size": len(self)}))
+            if self.save:
+                tmp = path.with_name(GRAPH + ".tmp")
+                index.save(str(tmp))
+                os.replace(tmp, path)
+                write_stamp(stamp, self.generation, self.keys, path)
         self._hnsw = index
         return index

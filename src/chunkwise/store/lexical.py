@@ -1,28 +1,30 @@
 """BM25 for large stores: a bm25s index over the chunks of one store generation, kept beside the database.
 
-SQLite FTS5 (in :mod:`.database`) is the lexical index of record: it is written in the same transaction
+SQLite FTS5 (in :mod:`.sqlite`) is the lexical index of record: it is written in the same transaction
 as the chunks, so it is always consistent. But an FTS5 query scores every chunk that holds any query
 term, which grows with the store: ``bench/pipeline_latency.py`` measured it well above bm25s (a
 precomputed sparse score matrix) at 10k chunks and two orders of magnitude above at 100k. So at or above
 ``bm25s_threshold`` chunks, searches go to a bm25s index built from the same header + text rows, saved
-next to the database with the generation it was built for (another process reuses it) and rebuilt
-after a write. Both are Okapi BM25; FTS5 applies the Porter stemmer, bm25s (without PyStemmer) does not.
+next to the database with a stamp of the generation it was built for (another process reuses it; see
+:mod:`.sidecar`) and rebuilt after a write. Both are Okapi BM25; FTS5 applies the Porter stemmer, bm25s
+(without PyStemmer) does not.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
-from chunkwise.retrieval.terms import query_terms
+from chunkwise.store.sidecar import Keys, stamp_state, write_stamp
+from chunkwise.terms import query_terms
 
-Keys = npt.NDArray[np.int64]
+#: The saved index (a folder) and its stamp, beside the database.
+FOLDER, STAMP = "bm25s", "bm25s.json"
 
 
 class LexicalIndex:
@@ -34,28 +36,38 @@ class LexicalIndex:
         self.generation = generation
 
     @classmethod
-    def open(cls, directory: Path, generation: int, rows: Any) -> LexicalIndex:
-        """The saved index of ``generation`` in ``directory``, or one built from ``rows()`` (an iterable of
-        ``(chunk key, text)``) and saved there."""
+    def open(
+        cls,
+        directory: Path,
+        generation: int,
+        keys: Keys,
+        rows: Callable[[], Iterable[tuple[int, str]]],
+        *,
+        save: bool = True,
+    ) -> LexicalIndex:
+        """The index saved in ``directory`` when its stamp says it covers ``keys`` of ``generation``
+        intact, else one built from ``rows()`` (``(chunk key, header + text)`` pairs) and, with ``save``,
+        saved there for other processes (a read-only store keeps it in memory)."""
         import bm25s
 
-        folder, stamp = directory / "bm25s", directory / "bm25s.json"
-        if stamp.is_file() and json.loads(stamp.read_text()).get("generation") == generation:
-            keys = np.load(folder / "keys.npy")
-            return cls(keys, bm25s.BM25.load(str(folder), show_progress=False), generation)
+        folder, stamp = directory / FOLDER, directory / STAMP
+        if stamp_state(stamp, generation, keys, folder).usable:
+            saved = np.load(folder / "keys.npy")
+            return cls(saved, bm25s.BM25.load(str(folder), show_progress=False), generation)
         pairs = list(rows())
-        keys = np.array([key for key, _ in pairs], dtype=np.int64)
+        built = np.array([key for key, _ in pairs], dtype=np.int64)
         retriever = bm25s.BM25()
         tokens = bm25s.tokenize([text for _, text in pairs], stopwords="en", show_progress=False)
         retriever.index(tokens, show_progress=False)
-        tmp = directory / "bm25s.tmp"
-        shutil.rmtree(tmp, ignore_errors=True)
-        retriever.save(str(tmp), show_progress=False)
-        np.save(tmp / "keys.npy", keys)
-        shutil.rmtree(folder, ignore_errors=True)
-        os.replace(tmp, folder)
-        stamp.write_text(json.dumps({"generation": generation, "size": int(keys.size)}))
-        return cls(keys, retriever, generation)
+        if save:
+            tmp = directory / "bm25s.tmp"
+            shutil.rmtree(tmp, ignore_errors=True)
+            retriever.save(str(tmp), show_progress=False)
+            np.save(tmp / "keys.npy", built)
+            shutil.rmtree(folder, ignore_errors=True)
+            os.replace(tmp, folder)
+            write_stamp(stamp, generation, built, folder)
+        return cls(built, retriever, generation)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best chunk keys with a positive BM25 score, best first."""

@@ -1,7 +1,8 @@
 """Metrics named by strings: ``"recall@5"``, ``"iou@5"``, ``"precision_omega"``, ``"mrr@10"``, ...
 
-A name is ``<metric>`` or ``<metric>@<k>``; ``k`` cuts the ranked retrieval to its first ``k`` items
-before scoring (no ``k``: the whole list). Each metric declares the gold it needs: ``"spans"`` (character
+A name is ``<metric>``, ``<metric>@<k>`` or ``<metric>@<n>t``; ``k`` cuts the ranked retrieval to its
+first ``k`` items before scoring (no ``k``: the whole list), ``<n>t`` to a context of ``n`` tokens
+(:mod:`.budget`: ``recall@400t``). Each metric declares the gold it needs: ``"spans"`` (character
 ranges) or ``"docs"`` (document ids, which span data sets also have: the documents of their spans).
 """
 
@@ -9,11 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Literal
 
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation.items import QueryRun
+from chunkwise.evaluation.metrics.budget import within_budget
 from chunkwise.evaluation.metrics.char_precision import char_precision
 from chunkwise.evaluation.metrics.char_recall import char_recall
 from chunkwise.evaluation.metrics.doc_precision import doc_precision
@@ -85,17 +87,19 @@ METRICS: dict[str, MetricDefinition] = {
 #: Other names users know these metrics by.
 ALIASES: dict[str, str] = {"signal_ratio": "char_precision", "retrieval_ratio": "char_recall"}
 
-_NAME = re.compile(r"^([a-z_]+)(?:@(\d+))?$")
+_NAME = re.compile(r"^([a-z_]+)(?:@(\d+)(t?))?$")
 
 
 @dataclass(frozen=True, slots=True)
 class Metric:
-    """A parsed metric name, callable on a :class:`~chunkwise.evaluation.items.QueryRun`."""
+    """A parsed metric name, callable on a :class:`~chunkwise.evaluation.items.QueryRun`; ``budget`` is
+    the context in tokens of an ``@<n>t`` name (``k`` is then ``None``)."""
 
     name: str
     base: str
     k: int | None
     definition: MetricDefinition
+    budget: int | None = None
 
     @property
     def gold(self) -> GoldKind:
@@ -103,23 +107,28 @@ class Metric:
         return self.definition.gold
 
     def __call__(self, run: QueryRun) -> float:
+        if self.budget is not None:
+            run = replace(run, retrieved=within_budget(run.retrieved, self.budget))
         return self.definition.scorer(run, self.k)
 
 
 def parse_metric(name: str) -> Metric:
-    """Parse ``"recall@5"`` and the like; raise :class:`~chunkwise.errors.ConfigError` on a bad name."""
+    """Parse ``"recall@5"``, ``"recall@400t"`` and the like; raise :class:`~chunkwise.errors.ConfigError`
+    on a bad name."""
     match = _NAME.match(name.strip().lower())
     base = ALIASES.get(match.group(1), match.group(1)) if match else ""
     if match is None or base not in METRICS:
         known = ", ".join(sorted(METRICS))
-        raise ConfigError(f"metric {name!r}: unknown; expected one of {known}, optionally with @k")
+        raise ConfigError(f"metric {name!r}: unknown; expected one of {known}, optionally with @k or @<n>t")
     definition = METRICS[base]
-    k = int(match.group(2)) if match.group(2) else None
-    if k is not None and not definition.takes_k:
-        raise ConfigError(f"metric {name!r}: {base} takes no @k")
-    if k is not None and k < 1:
-        raise ConfigError(f"metric {name!r}: k must be at least 1")
-    return Metric(name=base if k is None else f"{base}@{k}", base=base, k=k, definition=definition)
+    cut = int(match.group(2)) if match.group(2) else None
+    if cut is not None and not definition.takes_k:
+        raise ConfigError(f"metric {name!r}: {base} takes no @k or token budget")
+    if cut is not None and cut < 1:
+        raise ConfigError(f"metric {name!r}: k and token budgets must be at least 1")
+    if match.group(3):
+        return Metric(f"{base}@{cut}t", base, None, definition, budget=cut)
+    return Metric(name=base if cut is None else f"{base}@{cut}", base=base, k=cut, definition=definition)
 
 
 def parse_metrics(names: Iterable[str]) -> tuple[Metric, ...]:

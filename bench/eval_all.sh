@@ -1,0 +1,29 @@
+#!/bin/bash
+# The evaluation behind the README's retrieval table: one `chunkwise eval` run per dev set, the same
+# 100 queries for every configuration of a set (--limit 100 --seed 1: the cross-encoder takes seconds per
+# query on the shared 2-core machine), written to bench/results/eval/.
+# Usage: bash bench/eval_all.sh [--data DIR] [--workdir DIR]
+#   --data: the shared data folder (default: ../shared/data beside the repository); the results name it
+#   relative to the repository, as bench/bench_data.py does for the Python scripts.
+#   --workdir: where the indexes are cached (default: ~/.cache/chunkwise/eval).
+set -euo pipefail
+repo=$(cd "$(dirname "$0")/.." && pwd)
+data=$repo/../shared/data
+workdir=$HOME/.cache/chunkwise/eval
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --data) data=$(realpath -m "$2"); shift 2 ;;
+    --workdir) workdir=$(realpath -m "$2"); shift 2 ;;
+    *) echo "usage: bash bench/eval_all.sh [--data DIR] [--workdir DIR]" >&2; exit 2 ;;
+  esac
+done
+cd "$repo"
+data=$(.venv/bin/python -c 'import sys; sys.path.insert(0, "bench"); from bench_data import shown; print(shown(sys.argv[1]))' "$data")
+mkdir -p bench/results/eval
+for set in chroma rmc_dev qmsum_val xquad_en anthropic_code; do
+  k=5; [ "$set" = rmc_dev ] && k=6
+  args=()
+  for name in before bm25 dense-minilm dense fast default quality; do args+=(--config "bench/eval_configs/$name.toml"); done
+  .venv/bin/chunkwise eval --data "$data/$set" -k "$k" --limit 100 --seed 1 "${args[@]}" \
+    --json "bench/results/eval/$set.json" --html "bench/results/eval/$set.html" --workdir "$workdir"
+done

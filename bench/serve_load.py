@@ -1,0 +1,310 @@
+"""``chunkwise serve`` under load and under ``kill -9``: latency, throughput, errors, and a consistent store.
+
+Setup: the sample documents and the test formats folder (26 documents) in a fresh knowledge base (fast
+preset, bundled int8 MiniLM), served by ``chunkwise serve`` in its own process on 127.0.0.1; the
+questions of ``tests/data/eval/rmc_mini``.
+
+1. **Lone client**: one client sends searches (k = 5) one after another for ``--lone`` seconds: p50/p99.
+2. **Load**: ``--clients`` (32) clients search as fast as they can for ``--seconds`` (60) while one more
+   client ingests: it uploads the Markdown and HTML test files, each with a line naming the round added
+   (so every round is new content to parse, chunk and embed), waits for the job, and starts again. Per
+   search: latency; overall: p50/p99, throughput, the statuses seen (the goal: no 5xx; p99 within 5× the
+   lone client's p50), and the ingest jobs completed.
+3. **kill -9**: a job of every test file is sent, the server is killed with SIGKILL once the job has
+   stored a document, the store is checked (``SQLiteStore.check``), the server restarted, the same job
+   sent again: it completes, skipping what was stored, and the store is checked again.
+
+Clients and server share the machine (two cores here), so the clients' own work is part of the numbers.
+
+    .venv/bin/python bench/serve_load.py            # prints a Markdown table, writes the JSON
+    .venv/bin/python bench/serve_load.py --seconds 10 --lone 5   # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import platform
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from chunkwise.store.sqlite import SQLiteStore
+
+REPO = Path(__file__).resolve().parents[1]
+RESULTS = REPO / "bench" / "results" / "serve_load.json"
+FORMATS = REPO / "tests" / "data" / "formats"
+QUERIES = REPO / "tests" / "data" / "eval" / "rmc_mini" / "queries.jsonl"
+PATIENCE_S = 600.0
+
+
+def free_port() -> int:
+    """A port nothing listens on now."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+class Server:
+    """``chunkwise serve`` in its own process (output to a log file in ``workdir``)."""
+
+    def __init__(self, kb: Path, workdir: Path) -> None:
+        self.kb = kb
+        self.log = workdir / "serve.log"
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        """Start the server and wait until it answers."""
+        with self.log.open("ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "chunkwise", "serve", "--kb", str(self.kb), "--port", str(self.port)],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"},
+            )
+        deadline = time.monotonic() + PATIENCE_S
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the server exited: {self.log.read_text()[-2000:]}")
+            try:
+                if httpx.get(f"{self.url}/healthz", timeout=5).status_code == 200:
+                    return
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError("the server did not start")
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        """Stop the server with ``sig`` and wait for it."""
+        assert self.process is not None
+        self.process.send_signal(sig)
+        self.process.wait(120)
+
+
+def pct(values: list[float], q: float) -> float:
+    """The ``q``-th percentile, in milliseconds, of values in seconds."""
+    return round(float(np.percentile(np.asarray(values) * 1000, q)), 1) if values else float("nan")
+
+
+def revised(path: Path, round_: int) -> tuple[str, bytes]:
+    """``path`` as an upload with a line naming ``round_`` added (new content, new document id)."""
+    data = path.read_bytes()
+    line = f"\n\nRevision {round_} of this document.\n".encode()
+    if path.suffix == ".html":
+        data = data.replace(b"</body>", b"<p>" + line.strip() + b"</p></body>")
+    else:
+        data += line
+    return f"r{round_}-{path.name}", data
+
+
+async def search_client(
+    http: httpx.AsyncClient,
+    queries: list[str],
+    start: int,
+    deadline: float,
+    *,
+    latencies: list[float],
+    codes: Counter[int],
+) -> None:
+    """Search, query after query, until ``deadline``; record each latency and status."""
+    i = start
+    while time.monotonic() < deadline:
+        began = time.perf_counter()
+        try:
+            response = await http.post("/v1/search", json={"query": queries[i % len(queries)], "k": 5})
+            codes[response.status_code] += 1
+        except httpx.TransportError:
+            codes[0] += 1
+            continue
+        latencies.append(time.perf_counter() - began)
+        i += 1
+
+
+async def ingest_client(http: httpx.AsyncClient, deadline: float, jobs: Counter[str]) -> None:
+    """Upload a round of revised Markdown and HTML files, wait for the job, repeat until ``deadline``."""
+    files = sorted([*FORMATS.glob("*.md"), *FORMATS.glob("*.html")])
+    round_ = 0
+    while time.monotonic() < deadline:
+        round_ += 1
+        uploads = [("files", revised(path, round_)) for path in files]
+        response = await http.post("/v1/documents", files=uploads)
+        if response.status_code != 202:
+            jobs[f"refused {response.status_code}"] += 1
+            await asyncio.sleep(1)
+            continue
+        job_id = response.json()["id"]
+        while True:
+            job = (await http.get(f"/v1/jobs/{job_id}")).json()
+            if job["status"] not in ("queued", "running"):
+                jobs[job["status"]] += 1
+                jobs["documents"] += len(job["result"]["added"]) if job["result"] else 0
+                break
+            await asyncio.sleep(0.2)
+
+
+async def load(url: str, queries: list[str], clients: int, seconds: float, lone: float) -> dict[str, Any]:
+    """Phase 1 (lone client) and phase 2 (clients searching while one ingests)."""
+    limits = httpx.Limits(max_connections=clients + 4)
+    async with httpx.AsyncClient(base_url=url, timeout=PATIENCE_S, limits=limits) as http:
+        for query in queries[:3]:  # warm up: the embedder loads on the first search
+            (await http.post("/v1/search", json={"query": query, "k": 5})).raise_for_status()
+        lone_latencies: list[float] = []
+        lone_codes: Counter[int] = Counter()
+        await search_client(
+            http, queries, 0, time.monotonic() + lone, latencies=lone_latencies, codes=lone_codes
+        )
+        latencies: list[float] = []
+        codes: Counter[int] = Counter()
+        jobs: Counter[str] = Counter()
+        deadline = time.monotonic() + seconds
+        began = time.perf_counter()
+        await asyncio.gather(
+            ingest_client(http, deadline, jobs),
+            *(
+                search_client(http, queries, i, deadline, latencies=latencies, codes=codes)
+                for i in range(clients)
+            ),
+        )
+        elapsed = time.perf_counter() - began
+    lone_p50 = pct(lone_latencies, 50)
+    p99 = pct(latencies, 99)
+    return {
+        "lone": {"searches": len(lone_latencies), "p50_ms": lone_p50, "p99_ms": pct(lone_latencies, 99)},
+        "load": {
+            "clients": clients,
+            "seconds": round(elapsed, 1),
+            "searches": len(latencies),
+            "throughput_per_s": round(len(latencies) / elapsed, 1),
+            "p50_ms": pct(latencies, 50),
+            "p99_ms": p99,
+            "statuses": {str(k): v for k, v in sorted(codes.items())},
+            "errors": sum(v for k, v in codes.items() if k != 200),
+            "server_errors_5xx": sum(v for k, v in codes.items() if k >= 500),
+            "p99_over_lone_p50": round(p99 / lone_p50, 1),
+            "ingest_jobs": dict(jobs),
+        },
+    }
+
+
+def kill_mid_ingest(kb: Path, workdir: Path) -> dict[str, Any]:
+    """Phase 3: SIGKILL during a job, check the store, restart, send the job again, check again."""
+    files = sorted(FORMATS.iterdir())
+    uploads = [("files", revised(path, 0)) for path in files]
+    with SQLiteStore(kb) as store:
+        before = store.counts()["documents"]
+    server = Server(kb, workdir)
+    server.start()
+    with httpx.Client(base_url=server.url, timeout=PATIENCE_S) as http:
+        job = http.post("/v1/documents", files=uploads).json()
+        while not http.get(f"/v1/jobs/{job['id']}").json()["events"]:
+            time.sleep(0.05)
+        server.stop(signal.SIGKILL)
+    with SQLiteStore(kb) as store:
+        after_kill = {"problems": store.check(), "stored_by_the_job": store.counts()["documents"] - before}
+    server = Server(kb, workdir)
+    server.start()
+    with httpx.Client(base_url=server.url, timeout=PATIENCE_S) as http:
+        job = http.post("/v1/documents", files=uploads).json()
+        while (state := http.get(f"/v1/jobs/{job['id']}").json())["status"] in ("queued", "running"):
+            time.sleep(0.2)
+    server.stop()
+    result = state["result"] or {}
+    with SQLiteStore(kb) as store:
+        after_resend = {"problems": store.check(), "stored_by_the_job": store.counts()["documents"] - before}
+    return {
+        "files": len(files),
+        "after_kill": after_kill,
+        "resent_job": {
+            "status": state["status"],
+            "added": len(result.get("added", [])),
+            "skipped": len(result.get("skipped", [])),
+            "failed": len(result.get("failed", [])),
+        },
+        "after_resend": after_resend,
+    }
+
+
+def table(results: dict[str, Any]) -> str:
+    """The Markdown table of the README."""
+    lone, load_ = results["lone"], results["load"]
+    kill = results["kill_9"]
+    rows = [
+        "| measure | value |",
+        "|---|---|",
+        f"| lone client: searches, p50 / p99 | {lone['searches']}, {lone['p50_ms']} / {lone['p99_ms']} ms |",
+        f"| {load_['clients']} clients + 1 ingesting, {load_['seconds']:.0f} s: searches "
+        f"| {load_['searches']} ({load_['throughput_per_s']}/s) |",
+        f"| under load: p50 / p99 | {load_['p50_ms']} / {load_['p99_ms']} ms "
+        f"({load_['p99_over_lone_p50']}× the lone p50) |",
+        f"| errors (5xx) | {load_['errors']} ({load_['server_errors_5xx']}) |",
+        f"| ingest jobs done under load (documents) | {load_['ingest_jobs'].get('done', 0)} "
+        f"({load_['ingest_jobs'].get('documents', 0)}) |",
+        "| kill -9 mid-job: its documents stored, store problems | "
+        f"{kill['after_kill']['stored_by_the_job']} of "
+        f"{kill['files']}, {len(kill['after_kill']['problems'])} |",
+        f"| job sent again: added / skipped / failed, problems | {kill['resent_job']['added']} / "
+        f"{kill['resent_job']['skipped']} / {kill['resent_job']['failed']}, "
+        f"{len(kill['after_resend']['problems'])} |",
+    ]
+    return "\n".join(rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--clients", type=int, default=32)
+    parser.add_argument("--seconds", type=float, default=60.0)
+    parser.add_argument("--lone", type=float, default=20.0, help="seconds of the lone client")
+    parser.add_argument("--out", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    queries = [json.loads(line)["query"] for line in QUERIES.read_text(encoding="utf-8").splitlines() if line]
+    with tempfile.TemporaryDirectory(prefix="serve-load-") as tmp:
+        workdir = Path(tmp)
+        kb = workdir / "kb"
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "chunkwise",
+                "ingest",
+                "samples/docs",
+                str(FORMATS),
+                "--kb",
+                str(kb),
+                "--json",
+            ],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        )
+        server = Server(kb, workdir)
+        server.start()
+        try:
+            results = asyncio.run(load(server.url, queries, args.clients, args.seconds, args.lone))
+        finally:
+            server.stop()
+        results["kill_9"] = kill_mid_ingest(kb, workdir)
+    results["machine"] = {
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "system": platform.system(),
+    }
+    args.out.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(table(results))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,58 @@
+"""What the LangChain and LlamaIndex adapters share: chunking a string with a named chunker, and the
+metadata a search hit carries into either framework."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from chunkwise.chunking import Chunk, get_chunker
+from chunkwise.models.context import Models
+from chunkwise.parsing import parse_bytes
+from chunkwise.query.pipeline import Hit
+
+
+class StringChunker:
+    """Chunker ``name`` (any of :data:`~chunkwise.chunking.CHUNKERS`) with ``params``, applied to strings.
+
+    ``format``: how a string is read: ``text`` keeps it verbatim, so chunk offsets index the string
+    itself (:attr:`verbatim`); ``markdown`` or ``html`` parse it first (headings become section paths)
+    and offsets index the parsed document's canonical text, not the string. ``models``: the model
+    context of the model-driven chunkers (default: one built from the environment).
+    """
+
+    def __init__(
+        self, name: str, *, format: str = "text", models: Models | None = None, **params: Any
+    ) -> None:
+        self.format = format
+        self.verbatim = format == "text"
+        self.chunker = get_chunker(name, models=models if models is not None else Models(), **params)
+
+    def chunks(self, text: str, doc_id: str = "text") -> list[Chunk]:
+        """The chunks of ``text``, in order, with exact offsets."""
+        return self.chunker.chunk(parse_bytes(text.encode("utf-8"), doc_id, fmt=self.format))
+
+
+def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
+    """A chunk's id, offsets in the document chunkwise parsed, section path, unit ids and size, as
+    framework metadata."""
+    return {
+        "chunk_id": chunk.id,
+        "start": chunk.start,
+        "end": chunk.end,
+        "section": list(chunk.section),
+        "unit_ids": list(chunk.unit_ids),
+        "tokens": chunk.tokens,
+    }
+
+
+def hit_metadata(hit: Hit) -> dict[str, Any]:
+    """A search hit's document, offsets, scores (final and per stage) and header, as framework metadata."""
+    return {
+        "doc_id": hit.doc_id,
+        "chunk_id": hit.chunk_id,
+        "start": hit.start,
+        "end": hit.end,
+        "score": hit.score,
+        "scores": dict(hit.scores),
+        "header": hit.header,
+    }

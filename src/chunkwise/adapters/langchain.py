@@ -1,0 +1,79 @@
+"""LangChain adapters (extra ``[langchain]``): a retriever over a knowledge base and a text splitter for
+every chunker.
+
+    retriever = ChunkwiseRetriever(kb=kb, k=4)
+    docs = retriever.invoke("extra baggage fees")   # Documents with doc_id, start, end, score in metadata
+    splitter = ChunkwiseTextSplitter("structure", format="markdown", max_size=300)
+    pieces = splitter.create_documents([markdown_text])  # start_index/end_index are exact offsets
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_text_splitters import TextSplitter
+from pydantic import ConfigDict, Field
+
+from chunkwise.adapters.common import StringChunker, chunk_metadata, hit_metadata
+from chunkwise.kb import KnowledgeBase
+from chunkwise.models.context import Models
+
+
+class ChunkwiseRetriever(BaseRetriever):
+    """The ``k`` best chunks of a :class:`~chunkwise.kb.KnowledgeBase` for a query, after every stage the
+    knowledge base's configuration enables, as LangChain ``Document`` s: ``page_content`` is the chunk's
+    text and ``metadata`` holds ``doc_id``, ``chunk_id``, ``start``, ``end``, ``score``, ``scores`` (per
+    stage) and ``header``."""
+
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+
+    kb: KnowledgeBase
+    k: int = Field(default=4, ge=1)
+
+    def _get_relevant_documents(
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+    ) -> list[Document]:
+        return [
+            Document(page_content=h.text, metadata=hit_metadata(h)) for h in self.kb.search(query, k=self.k)
+        ]
+
+
+class ChunkwiseTextSplitter(TextSplitter):
+    """A LangChain ``TextSplitter`` that cuts with chunkwise's chunker ``chunker`` (any of them, the
+    model-driven ones on ``models``) and its ``params`` (``max_size``, ``min_size``, ``overlap``, ``unit``,
+    ...). ``format`` says how a text is read (see :class:`~chunkwise.adapters.common.StringChunker`).
+
+    :meth:`create_documents` gives each chunk the metadata ``chunk_id``, ``start``, ``end`` (offsets in
+    the document chunkwise parsed), ``section``, ``unit_ids`` and ``tokens``; when the text is read
+    verbatim (``format="text"``) also ``start_index`` and ``end_index``, its exact offsets in the given
+    text (LangChain's own ``add_start_index`` searches for the chunk's text instead).
+    """
+
+    def __init__(
+        self, chunker: str = "recursive", *, format: str = "text", models: Models | None = None, **params: Any
+    ) -> None:
+        self._chunker = StringChunker(chunker, format=format, models=models, **params)
+        # LangChain's chunk_size/chunk_overlap are unused: the chunkwise chunker enforces its own max_size.
+        super().__init__(chunk_overlap=0)
+
+    def split_text(self, text: str) -> list[str]:
+        """The chunks' texts, in order."""
+        return [c.text for c in self._chunker.chunks(text)]
+
+    def create_documents(
+        self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
+    ) -> list[Document]:
+        """One ``Document`` per chunk of each text, its metadata the text's own plus the chunk's."""
+        given: Iterable[dict[Any, Any]] = metadatas or [{} for _ in texts]
+        documents = []
+        for text, metadata in zip(texts, given, strict=True):
+            for chunk in self._chunker.chunks(text):
+                extra = chunk_metadata(chunk)
+                if self._chunker.verbatim:
+                    extra.update(start_index=chunk.start, end_index=chunk.end)
+                documents.append(Document(page_content=chunk.text, metadata={**metadata, **extra}))
+        return documents

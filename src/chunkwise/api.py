@@ -1,0 +1,89 @@
+"""The two functions most users start with: :func:`parse` and :func:`chunk`.
+
+Both accept what a user has at hand (a path, raw bytes, a string of text, or an already parsed
+:class:`~chunkwise.document.Document`) and return the library's own types with exact offsets.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chunkwise.chunking import get_chunker
+from chunkwise.chunking.chunk import Chunk
+from chunkwise.document import Document
+from chunkwise.models.context import Models
+from chunkwise.parsing import ParseLimits, parse_bytes, parse_file
+from chunkwise.parsing.formats import EXTENSIONS
+
+#: Longest string that is still taken for a file name rather than text.
+_MAX_PATH_CHARS = 4096
+
+
+def _names_a_file(text: str) -> bool:
+    """True when ``text`` reads as a file name: one line, with a supported extension or a directory part."""
+    if "\n" in text or len(text) > _MAX_PATH_CHARS or not text.strip():
+        return False
+    path = Path(text)
+    return path.suffix.lower() in EXTENSIONS or len(path.parts) > 1 or path.exists()
+
+
+def parse(
+    source: str | Path | bytes,
+    *,
+    format: str | None = None,
+    doc_id: str | None = None,
+    limits: ParseLimits | None = None,
+) -> Document:
+    """Parse a file, bytes, or text into a :class:`Document` with addressable units.
+
+    Args:
+        source: a :class:`~pathlib.Path`; a string naming a file (one line with a supported extension
+            or a directory part); other strings are the text itself; ``bytes`` are a file's content.
+        format: force a format (``text``, ``markdown``, ``html``, ``pdf``, ``docx``, ``pptx``);
+            otherwise it comes from the extension and the content. Text given as a string is kept
+            verbatim (``text``) unless a format is named.
+        doc_id: the document id (default: the path, or ``"text"``/``"bytes"``).
+        limits: size and nesting limits (:class:`~chunkwise.parsing.ParseLimits` defaults).
+
+    Returns:
+        The document: ``doc.text[u.start:u.end] == u.text`` for every unit ``u``.
+
+    Raises:
+        ParseError: a subclass naming the input and the reason (empty, corrupt, encrypted, too large,
+            unsafe, undecodable, unsupported).
+    """
+    if isinstance(source, Path) or (isinstance(source, str) and _names_a_file(source)):
+        return parse_file(source, fmt=format, limits=limits, doc_id=doc_id)
+    if isinstance(source, str):
+        return parse_bytes(source.encode("utf-8"), doc_id or "text", fmt=format or "text", limits=limits)
+    return parse_bytes(source, doc_id or "bytes", fmt=format, limits=limits)
+
+
+def chunk(
+    source: Document | str | Path | bytes,
+    chunker: str = "recursive",
+    *,
+    models: Models | None = None,
+    **params: Any,
+) -> list[Chunk]:
+    """Chunk a document (or anything :func:`parse` accepts) with a named chunker.
+
+    Args:
+        source: a parsed :class:`Document`, or a path, text or bytes, parsed first with :func:`parse`.
+        chunker: ``fixed``, ``recursive``, ``sentence``, ``semantic``, ``structure``, ``wrac``,
+            ``agentic``, ``logprob``, ``sections``, or ``package.module:Class``.
+        models: the model context for the model-driven chunkers (its ledger accounts their calls, its
+            budget bounds them); default: one built from the environment.
+        **params: the chunker's parameters (``max_size``, ``min_size``, ``overlap``, ``unit``, ...).
+
+    Returns:
+        The chunks in document order, each with ``doc.text[c.start:c.end] == c.text`` and a size within
+        ``max_size``.
+
+    Raises:
+        ConfigError: an unknown chunker or parameter, or a value out of range.
+        ParseError: ``source`` could not be parsed.
+    """
+    doc = source if isinstance(source, Document) else parse(source)
+    return get_chunker(chunker, models=models, **params).chunk(doc)

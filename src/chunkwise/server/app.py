@@ -1,0 +1,486 @@
+"""The ASGI application of ``chunkwise serve``: the HTTP API over one knowledge base and the inspector page.
+
+Endpoints (``/openapi.json`` describes each; the page at ``/`` lists them too):
+
+- ``POST /v1/chunk``: JSON text or a multipart upload -> the body of ``chunkwise chunk --json``;
+- ``POST /v1/documents`` (multipart files -> an ingest job, 202), ``GET /v1/jobs/{id}``,
+  ``GET /v1/documents``, ``GET /v1/documents/{id}`` (text, units, chunk spans),
+  ``DELETE /v1/documents/{id}``;
+- ``POST /v1/search``, ``/v1/segments``, ``/v1/answer`` -> the bodies of ``chunkwise search --json``,
+  ``segments --json`` and ``ask --json``;
+- ``GET /v1/chunkers`` (names and default parameters), ``GET /healthz``, ``GET /metrics``.
+
+Concurrency: one writer thread stores ingest jobs (:mod:`.jobs`) on its own store connection while
+readers search on another (SQLite in WAL mode lets both proceed); at most ``readers`` requests compute
+at once, each in a worker thread, each as one run with its own :class:`~chunkwise.models.Models` (so its
+``accounting`` and budget are its own). Every request's body is limited in size, every computing request
+in time, and errors are JSON (:mod:`.errors`).
+"""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from importlib.metadata import version
+from pathlib import Path, PurePosixPath
+from typing import Any, TypeVar
+
+import anyio
+import anyio.to_thread
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.staticfiles import StaticFiles
+from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import BaseModel, ValidationError
+from starlette.datastructures import UploadFile
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from chunkwise.chunking import CHUNKERS, get_chunker, normalised_params
+from chunkwise.config import PipelineConfig
+from chunkwise.kb import KnowledgeBase
+from chunkwise.models.context import Models
+from chunkwise.parsing import parse_bytes
+from chunkwise.parsing.detect import detect_format
+from chunkwise.query.pipeline import QueryPipeline
+from chunkwise.results import answer_body, chunk_result, search_body, segments_body
+from chunkwise.server.errors import ApiError, error_response, install_handlers
+from chunkwise.server.jobs import IngestQueue, Job, QueueFullError
+from chunkwise.server.metrics import ServerMetrics
+from chunkwise.server.schemas import (
+    AnswerRequest,
+    ChunkOptions,
+    ChunkRequest,
+    SearchRequest,
+    SegmentsRequest,
+    check_remote_params,
+)
+from chunkwise.server.settings import ServerSettings
+from chunkwise.store import open_store
+
+logger = logging.getLogger("chunkwise.server")
+
+STATIC = Path(__file__).parent / "static"
+#: Paths that need the bearer key when one is set (the page and its files are public; they hold no data).
+PROTECTED_PREFIXES = ("/v1/", "/metrics")
+#: The multipart fields of ``POST /v1/chunk`` and ``POST /v1/documents``.
+CHUNK_FORM_FIELDS = frozenset({"file", "chunker", "params", "document"})
+DOCUMENT_FORM_FIELDS = frozenset({"files", "file"})
+
+T = TypeVar("T")
+ModelT = TypeVar("ModelT", bound=BaseModel)
+
+
+class Service:
+    """What the endpoints share: the knowledge base's stores and configuration, the ingest queue, the
+    limits and the metrics. Opened when the app starts, closed when it stops."""
+
+    def __init__(self, location: str | Path, config: PipelineConfig | None, settings: ServerSettings) -> None:
+        self.settings = settings
+        self.metrics = ServerMetrics()
+        # The writer's knowledge base resolves the configuration (given, else the recorded one, else the
+        # defaults) and owns the writer connection; readers get their own connection with its settings.
+        self.writer = KnowledgeBase(location, config)
+        self.config = self.writer.config
+        self.reader = open_store(location)
+        self.reader.settings = self.writer.store.settings
+        self.jobs = IngestQueue(
+            self.writer.store,
+            self.config,
+            size=settings.queue_size,
+            keep=settings.keep_jobs,
+            on_finish=self._finished,
+        )
+        self.limiter = anyio.CapacityLimiter(settings.readers)
+
+    def close(self) -> None:
+        """Stop the writer after its current document and close both connections."""
+        self.jobs.stop()
+        self.reader.close()
+        self.writer.close()
+
+    def models(self) -> Models:
+        """A fresh model context: one request is one run, with its own ledger and budget."""
+        return Models(self.config.models)
+
+    def query(self) -> QueryPipeline:
+        """A query pipeline on the readers' connection, for one request."""
+        return QueryPipeline(self.reader, self.models(), self.config)
+
+    async def compute(self, fn: Callable[[], T]) -> T:
+        """Run ``fn`` in a worker thread once a reader slot is free, within the request timeout (504)."""
+        timeout = self.settings.request_timeout
+        try:
+            with anyio.fail_after(timeout):
+                return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=self.limiter)
+        except TimeoutError:
+            raise ApiError(504, "timeout", f"the request took longer than {timeout:g} s") from None
+
+    def _finished(self, job: Job, accounting: dict[str, Any]) -> None:
+        self.metrics.jobs.labels(job.status).inc()
+        self.metrics.observe_accounting(accounting)
+
+
+def create_app(
+    location: str | Path,
+    *,
+    config: PipelineConfig | None = None,
+    settings: ServerSettings | None = None,
+) -> FastAPI:
+    """The application serving the knowledge base at ``location`` (created when absent).
+
+    ``config``: the pipeline configuration (``None``: the one recorded in the store, else the defaults).
+    ``settings``: the key and limits (:class:`ServerSettings` defaults: no key, 32 MiB bodies, 120 s).
+    The stores open and the writer thread starts when the app starts; both stop when it stops.
+    """
+    settings = settings or ServerSettings()
+    holder: dict[str, Service] = {}
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        service = Service(location, config, settings)
+        service.jobs.start()
+        holder["service"] = service
+        logger.info("serving the knowledge base at %s", service.reader.location)
+        try:
+            yield
+        finally:
+            await anyio.to_thread.run_sync(service.close)
+
+    app = FastAPI(
+        title="chunkwise",
+        version=version("chunkwise"),
+        description="Chunk documents, ingest them into a knowledge base, search it and answer from it.",
+        docs_url=None,
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    install_handlers(app)
+
+    def service() -> Service:
+        return holder["service"]
+
+    _routes(app, service)
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+    app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(BearerKey, key=settings.api_key)
+    app.add_middleware(RequestMetrics, metrics=lambda: holder["service"].metrics if holder else None)
+    return app
+
+
+def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
+    """Add the endpoints to ``app`` (see the module docstring)."""
+
+    @app.get("/", include_in_schema=False)
+    async def index() -> FileResponse:
+        return FileResponse(STATIC / "index.html")
+
+    @app.get("/healthz", summary="Liveness: the server answers and its writer is up.")
+    async def healthz() -> dict[str, Any]:
+        return {"status": "ok", "queue": service().jobs.depth}
+
+    @app.get("/metrics", summary="Prometheus metrics: requests, latency, model calls, tokens, cost.")
+    async def metrics() -> Response:
+        s = service()
+        s.metrics.queue_depth.set(s.jobs.depth)
+        return Response(s.metrics.render(), media_type=CONTENT_TYPE_LATEST)
+
+    @app.get("/v1/chunkers", summary="The chunkers and their default parameters.")
+    async def chunkers() -> dict[str, Any]:
+        defaults = {name: normalised_params(name, {}) for name in CHUNKERS}
+        return {
+            "chunkers": {
+                name: {k: v for k, v in params.items() if k not in ("llm", "embedder")}
+                for name, params in defaults.items()
+            }
+        }
+
+    @app.post(
+        "/v1/chunk",
+        summary="Chunk a text (JSON) or an uploaded file (multipart): the body of `chunkwise chunk --json`"
+        " (with `document`: the parsed document too).",
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "application/json": {"schema": ChunkRequest.model_json_schema()},
+                    "multipart/form-data": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["file"],
+                            "properties": {
+                                "file": {"type": "string", "format": "binary"},
+                                "chunker": {"type": "string", "default": "recursive"},
+                                "params": {"type": "string", "description": "a JSON object"},
+                                "document": {"type": "string", "enum": ["true", "false"]},
+                            },
+                        }
+                    },
+                },
+            }
+        },
+    )
+    async def chunk(request: Request) -> dict[str, Any]:
+        s = service()
+        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+        if kind == "application/json":
+            body = _validated(ChunkRequest, await request.body())
+            options: ChunkOptions = body
+            # The text is the document itself: never taken for a file name (chunkwise.parse would).
+            parse = partial(parse_bytes, body.text.encode("utf-8"), body.doc_id, fmt=body.format)
+
+        elif kind == "multipart/form-data":
+            async with request.form(max_files=1) as form:
+                _check_fields(form.keys(), CHUNK_FORM_FIELDS)
+                upload = form.get("file")
+                if not isinstance(upload, UploadFile):
+                    raise ApiError(422, "invalid_request", "field 'file': an uploaded file is required")
+                name, data = upload_name(upload.filename), await upload.read()
+                fields: dict[str, Any] = {}
+                for key in ("chunker", "params", "document"):
+                    value = form.get(key)
+                    if isinstance(value, UploadFile):
+                        raise ApiError(422, "invalid_request", f"field {key!r} must be text, not a file")
+                    if value is not None:
+                        fields[key] = value
+            if "params" in fields:
+                fields["params"] = _json_object(fields["params"], "params")
+            if "document" in fields:
+                fields["document"] = _form_flag(fields["document"], "document")
+            options = _validated(ChunkOptions, json.dumps(fields).encode())
+            parse = partial(parse_bytes, data, name)
+
+        else:
+            raise ApiError(415, "unsupported_media_type", "send application/json or multipart/form-data")
+        check_remote_params(options.chunker, options.params)
+
+        def work() -> dict[str, Any]:
+            models = s.models()
+            chunker = get_chunker(options.chunker, models=models, **options.params)
+            result = chunk_result(parse(), chunker, options.params, models)
+            body = result.to_dict()
+            if options.document:
+                body["document"] = result.doc.to_dict()
+            s.metrics.observe_accounting(body["accounting"])
+            return body
+
+        return await s.compute(work)
+
+    @app.post("/v1/search", summary="The best chunks for a query: the body of `chunkwise search --json`.")
+    async def search(body: SearchRequest) -> dict[str, Any]:
+        s = service()
+        return await s.compute(partial(_observed, s, lambda: search_body(s.query(), body.query, body.k)))
+
+    @app.post("/v1/segments", summary="Relevant segments: the body of `chunkwise segments --json`.")
+    async def segments(body: SegmentsRequest) -> dict[str, Any]:
+        s = service()
+        return await s.compute(
+            partial(_observed, s, lambda: segments_body(s.query(), body.query, body.preset))
+        )
+
+    @app.post("/v1/answer", summary="A grounded answer with citations: the body of `chunkwise ask --json`.")
+    async def answer(body: AnswerRequest) -> dict[str, Any]:
+        s = service()
+        return await s.compute(partial(_observed, s, lambda: answer_body(s.query(), body.query)))
+
+    @app.post("/v1/documents", status_code=202, summary="Upload files (multipart `files`) as an ingest job.")
+    async def add_documents(request: Request) -> JSONResponse:
+        s = service()
+        files: list[tuple[str, bytes]] = []
+        async with request.form(max_files=1000) as form:
+            _check_fields(form.keys(), DOCUMENT_FORM_FIELDS)
+            for upload in form.getlist("files") + form.getlist("file"):
+                if not isinstance(upload, UploadFile):
+                    raise ApiError(422, "invalid_request", "field 'files': uploaded files are expected")
+                name = upload_name(upload.filename)
+                data = await upload.read()
+                detect_format(data, name)  # an unsupported file refuses the request (415) before queueing
+                files.append((name, data))
+        if not files:
+            raise ApiError(422, "invalid_request", "field 'files': at least one file is required")
+        try:
+            job = s.jobs.submit(files)
+        except QueueFullError as exc:
+            raise ApiError(429, "queue_full", str(exc), {"Retry-After": str(exc.retry_after)}) from None
+        return JSONResponse(job.to_dict(), status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
+
+    @app.get("/v1/jobs/{job_id}", summary="An ingest job: progress, per-file errors, the report.")
+    async def get_job(job_id: str) -> dict[str, Any]:
+        job = service().jobs.get(job_id)
+        if job is None:
+            raise ApiError(404, "not_found", f"no job {job_id!r}")
+        return job.to_dict()
+
+    @app.get("/v1/documents", summary="The stored documents.")
+    async def list_documents() -> dict[str, Any]:
+        s = service()
+        return {"documents": [d.to_dict() for d in await s.compute(s.reader.documents)]}
+
+    @app.get("/v1/documents/{doc_id:path}", summary="A stored document: text, units and chunk spans.")
+    async def get_document(doc_id: str) -> dict[str, Any]:
+        s = service()
+
+        def read() -> dict[str, Any]:
+            try:
+                doc = s.reader.document(doc_id)
+            except KeyError:
+                raise ApiError(404, "not_found", f"no document {doc_id!r}") from None
+            return dict(doc.to_dict(), chunks=s.reader.chunk_spans(doc_id))
+
+        return await s.compute(read)
+
+    @app.delete("/v1/documents/{doc_id:path}", summary="Remove a document and its chunks.")
+    async def delete_document(doc_id: str) -> dict[str, Any]:
+        s = service()
+        if not await s.compute(partial(s.writer.store.delete, doc_id)):
+            raise ApiError(404, "not_found", f"no document {doc_id!r}")
+        return {"deleted": doc_id}
+
+
+def _observed(service: Service, work: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """``work()``'s body, its accounting added to the metrics."""
+    body = work()
+    service.metrics.observe_accounting(body.get("accounting", {}))
+    return body
+
+
+def _validated(model: type[ModelT], raw: bytes) -> ModelT:
+    """``raw`` JSON validated as ``model``; errors answered like FastAPI's own (400 or 422)."""
+    try:
+        return model.model_validate_json(raw)
+    except ValidationError as exc:
+        raise RequestValidationError(exc.errors()) from None
+
+
+def _json_object(raw: str, field: str) -> dict[str, Any]:
+    """A form field holding a JSON object."""
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        raise ApiError(400, "malformed_json", f"field {field!r} is not valid JSON") from None
+    if not isinstance(value, dict):
+        raise ApiError(422, "invalid_request", f"field {field!r} must be a JSON object")
+    return value
+
+
+def _form_flag(raw: str, field: str) -> bool:
+    """A form field holding ``true`` or ``false``."""
+    if raw not in ("true", "false"):
+        raise ApiError(422, "invalid_request", f"field {field!r} must be true or false")
+    return raw == "true"
+
+
+def _check_fields(names: Any, allowed: frozenset[str]) -> None:
+    """422 naming the first form field outside ``allowed``."""
+    for name in names:
+        if name not in allowed:
+            raise ApiError(422, "invalid_request", f"unknown field {name!r}")
+
+
+def upload_name(filename: str | None) -> str:
+    """The document id of an upload: its file name without any directory part (a client cannot name
+    a place on the server)."""
+    name = PurePosixPath((filename or "").replace("\\", "/")).name.strip()
+    if name in ("", ".", ".."):
+        raise ApiError(422, "invalid_request", "an uploaded file has no name")
+    return name
+
+
+class BodyLimit:
+    """Refuse request bodies over ``max_bytes`` with 413, by their ``Content-Length`` or, when they are
+    streamed without one, once that many bytes have arrived."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = dict(scope["headers"]).get(b"content-length")
+        if length is not None and length.isdigit() and int(length) > self.max_bytes:
+            await self._refuse(scope, receive, send)
+            return
+        seen = 0
+        started = False
+
+        async def limited() -> Message:
+            nonlocal seen
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.max_bytes:
+                raise _TooLargeError
+            return message
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, limited, watched)
+        except _TooLargeError:
+            if not started:
+                await self._refuse(scope, receive, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        message = f"the request body exceeds the limit of {self.max_bytes} bytes"
+        await error_response(413, "payload_too_large", message, {"Connection": "close"})(scope, receive, send)
+
+
+class _TooLargeError(Exception):
+    """The body went past the limit while it was read."""
+
+
+class BearerKey:
+    """Require ``Authorization: Bearer <key>`` on the protected paths when a key is set (401 otherwise)."""
+
+    def __init__(self, app: ASGIApp, key: str | None) -> None:
+        self.app = app
+        self.key = key.encode() if key else None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if self.key is not None and scope["type"] == "http" and scope["path"].startswith(PROTECTED_PREFIXES):
+            header = dict(scope["headers"]).get(b"authorization", b"")
+            scheme, _, given = header.partition(b" ")
+            if scheme.lower() != b"bearer" or not hmac.compare_digest(given.strip(), self.key):
+                reason = "a bearer key is required" if not header else "the bearer key is wrong"
+                response = error_response(401, "unauthorized", reason, {"WWW-Authenticate": "Bearer"})
+                await response(scope, receive, send)
+                return
+        await self.app(scope, receive, send)
+
+
+class RequestMetrics:
+    """Count every HTTP request by method, route template and status, and time it."""
+
+    def __init__(self, app: ASGIApp, metrics: Callable[[], ServerMetrics | None]) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        began = time.perf_counter()
+        status = 500
+
+        async def watched(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        finally:
+            metrics = self.metrics()
+            if metrics is not None:
+                route = getattr(scope.get("route"), "path", None) or "unmatched"
+                metrics.observe_request(scope["method"], route, status, time.perf_counter() - began)

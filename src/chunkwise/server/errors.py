@@ -1,0 +1,132 @@
+"""Every error a server answers with: ``{"error": {"type": ..., "message": ...}}`` and a fitting status.
+
+The library's typed errors come from the request (a file that cannot be parsed, an unknown chunker, a
+query without a word, a spent budget) and are 4xx; a remote model that keeps failing is 502 (the fault
+is upstream, not the client's) and a store that cannot be used 503. Request bodies that do not validate
+are 400 (malformed JSON) or 422 (wrong type, missing or unknown field), naming the field. Anything else
+is a 500 whose body says only "internal error": the traceback goes to the server's log, never into a
+response.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException
+
+from chunkwise.errors import (
+    BudgetExceededError,
+    ChunkingError,
+    ChunkwiseError,
+    ConfigError,
+    FileTooLargeError,
+    ModelError,
+    ParseError,
+    QueryError,
+    StoreError,
+    UnsupportedFormatError,
+)
+
+logger = logging.getLogger("chunkwise.server")
+
+#: Library error class -> (status, type), most specific first.
+TYPED: tuple[tuple[type[ChunkwiseError], int, str], ...] = (
+    (UnsupportedFormatError, 415, "unsupported_format"),
+    (FileTooLargeError, 413, "file_too_large"),
+    (ParseError, 422, "parse_error"),
+    (QueryError, 400, "query_error"),
+    (ConfigError, 400, "config_error"),
+    (ChunkingError, 422, "chunking_error"),
+    (BudgetExceededError, 402, "budget_exceeded"),
+    (ModelError, 502, "model_error"),
+    (StoreError, 503, "store_unavailable"),
+    (ChunkwiseError, 400, "bad_request"),
+)
+
+#: HTTP status -> error type, for the errors the framework raises (no route, wrong method, ...).
+STATUS_TYPES: dict[int, str] = {
+    400: "bad_request",
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "payload_too_large",
+    415: "unsupported_media_type",
+    429: "queue_full",
+    504: "timeout",
+}
+
+
+class ApiError(Exception):
+    """An error the server raises itself, answered as it says (``headers`` such as ``Retry-After``)."""
+
+    def __init__(self, status: int, type_: str, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.type = type_
+        self.message = message
+        self.headers = headers or {}
+
+
+def error_response(
+    status: int, type_: str, message: str, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """The JSON error body with ``status``."""
+    return JSONResponse({"error": {"type": type_, "message": message}}, status_code=status, headers=headers)
+
+
+def typed_status(exc: ChunkwiseError) -> tuple[int, str]:
+    """The status and type a library error is answered with."""
+    for cls, status, type_ in TYPED:
+        if isinstance(exc, cls):
+            return status, type_
+    raise AssertionError("ChunkwiseError is the last entry of TYPED")  # pragma: no cover
+
+
+def validation_message(errors: list[dict[str, Any]]) -> tuple[int, str, str]:
+    """Status, type and one readable message for pydantic's validation errors."""
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return 400, "malformed_json", "the request body is not valid JSON"
+    parts = []
+    for error in errors:
+        where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
+        if error.get("type") == "extra_forbidden":
+            parts.append(f"unknown field {where!r}")
+        else:
+            parts.append(f"{where}: {error.get('msg', 'invalid')}")
+    return 422, "invalid_request", "; ".join(parts)
+
+
+def install_handlers(app: FastAPI) -> None:
+    """Answer every error ``app`` meets as JSON (see the module docstring)."""
+
+    @app.exception_handler(ApiError)
+    async def _api(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(exc.status, exc.type, exc.message, exc.headers)
+
+    @app.exception_handler(ChunkwiseError)
+    async def _typed(request: Request, exc: ChunkwiseError) -> JSONResponse:
+        status, type_ = typed_status(exc)
+        if status >= 500:
+            logger.warning("%s %s: %s", request.method, request.url.path, exc)
+        # A store error names the server's own directory: the client is told what, the log says where.
+        message = "the knowledge base cannot be used now" if isinstance(exc, StoreError) else str(exc)
+        return error_response(status, type_, message)
+
+    @app.exception_handler(RequestValidationError)
+    async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
+        status, type_, message = validation_message(list(exc.errors()))
+        return error_response(status, type_, message)
+
+    @app.exception_handler(HTTPException)
+    async def _http(request: Request, exc: HTTPException) -> JSONResponse:
+        type_ = STATUS_TYPES.get(exc.status_code, "http_error")
+        return error_response(exc.status_code, type_, str(exc.detail), dict(exc.headers or {}))
+
+    @app.exception_handler(Exception)
+    async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+        return error_response(500, "internal", "internal error (the server's log has the details)")

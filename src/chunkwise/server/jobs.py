@@ -1,0 +1,202 @@
+"""Ingest jobs: uploads queued in a bounded queue and stored by one writer thread, one job at a time.
+
+One writer is all a store takes (SQLite serialises writers anyway, and one at a time keeps the order of
+jobs the order of requests), while readers search the same store on their own connection. Each job is
+one run: its own :class:`~chunkwise.models.Models` (one ledger, one budget) and one ingest pipeline over
+the writer's store, each document in its own transaction, so a crash or ``kill -9`` leaves every
+document whole or absent and a job sent again stores what is missing and skips the rest.
+
+Jobs live in memory: after a restart their ids are unknown (404) and a client sends the files again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import math
+import queue
+import secrets
+import threading
+import time
+from collections import OrderedDict, deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from chunkwise.config import PipelineConfig
+from chunkwise.errors import ChunkwiseError
+from chunkwise.ingest.pipeline import IngestPipeline
+from chunkwise.ingest.report import IngestEvent
+from chunkwise.kb import record_config
+from chunkwise.models.context import Models
+from chunkwise.results import ingest_body
+from chunkwise.server.errors import typed_status
+from chunkwise.store.protocol import Store
+
+logger = logging.getLogger("chunkwise.server")
+
+JobStatus = Literal["queued", "running", "done", "failed", "cancelled"]
+
+#: Seconds a client is asked to wait when the queue is full and no job has finished yet.
+DEFAULT_RETRY_AFTER = 5
+#: The longest ``Retry-After`` the server asks for.
+MAX_RETRY_AFTER = 300
+
+
+class QueueFullError(Exception):
+    """The ingest queue holds as many jobs as it may; ``retry_after`` is a fair wait in seconds."""
+
+    def __init__(self, retry_after: int) -> None:
+        super().__init__(f"the ingest queue is full; retry in {retry_after} s")
+        self.retry_after = retry_after
+
+
+class _StoppingError(Exception):
+    """Raised between two documents of a running job when the server shuts down."""
+
+
+@dataclass
+class Job:
+    """One ingest request: its files, where it stands and, once finished, its report or error.
+
+    ``events`` lists each file handled so far (source, status, chunks); ``result`` is the ingest body of
+    :func:`~chunkwise.results.ingest_body` (the CLI's ``ingest --json``), with each failed file and why.
+    """
+
+    id: str
+    files: list[tuple[str, bytes]] = field(repr=False)
+    status: JobStatus = "queued"
+    created: float = field(default_factory=time.time)
+    started: float | None = None
+    finished: float | None = None
+    events: list[dict[str, Any]] = field(default_factory=list)
+    result: dict[str, Any] | None = None
+    error: dict[str, str] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form (``GET /v1/jobs/{id}``)."""
+        return {
+            "id": self.id,
+            "status": self.status,
+            "files": [name for name, _ in self.files],
+            "done": len(self.events),
+            "total": len(self.files),
+            "events": list(self.events),
+            "created": self.created,
+            "started": self.started,
+            "finished": self.finished,
+            "result": self.result,
+            "error": self.error,
+        }
+
+
+class IngestQueue:
+    """The bounded job queue and its writer thread over ``store``.
+
+    ``on_finish`` is told about every finished job and the accounting of its model calls (the server
+    counts both).
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        config: PipelineConfig,
+        *,
+        size: int,
+        keep: int,
+        on_finish: Callable[[Job, dict[str, Any]], None],
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.keep = keep
+        self.on_finish = on_finish
+        self._queue: queue.Queue[Job | None] = queue.Queue(maxsize=size)
+        self._jobs: OrderedDict[str, Job] = OrderedDict()
+        self._lock = threading.Lock()
+        self._stopping = threading.Event()
+        self._durations: deque[float] = deque(maxlen=20)
+        self._counter = itertools.count(1)
+        self._thread = threading.Thread(target=self._work, name="chunkwise-writer", daemon=True)
+
+    def start(self) -> None:
+        """Start the writer thread."""
+        self._thread.start()
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop after the document being stored (a running job ends ``cancelled``); queued jobs stay
+        queued and are forgotten with the process."""
+        self._stopping.set()
+        with contextlib.suppress(queue.Full):  # a full queue: the flag alone stops the thread
+            self._queue.put_nowait(None)
+        self._thread.join(timeout)
+
+    @property
+    def depth(self) -> int:
+        """Jobs waiting (not counting the running one)."""
+        return self._queue.qsize()
+
+    def submit(self, files: list[tuple[str, bytes]]) -> Job:
+        """Queue ``files`` (``(name, content)`` pairs) as one job; :class:`QueueFullError` when full."""
+        job = Job(f"job-{next(self._counter)}-{secrets.token_hex(4)}", files)
+        with self._lock:
+            try:
+                self._queue.put_nowait(job)
+            except queue.Full:
+                raise QueueFullError(self.retry_after()) from None
+            self._jobs[job.id] = job
+            self._forget_old()
+        return job
+
+    def get(self, job_id: str) -> Job | None:
+        """The job called ``job_id``, ``None`` if unknown (or long forgotten)."""
+        with self._lock:
+            return self._jobs.get(job_id)
+
+    def retry_after(self) -> int:
+        """Seconds until a slot is likely free: the mean duration of recent jobs, at least one second."""
+        if not self._durations:
+            return DEFAULT_RETRY_AFTER
+        mean = sum(self._durations) / len(self._durations)
+        return min(MAX_RETRY_AFTER, max(1, math.ceil(mean)))
+
+    def _forget_old(self) -> None:
+        finished = [j.id for j in self._jobs.values() if j.status not in ("queued", "running")]
+        for job_id in finished[: max(0, len(self._jobs) - self.keep)]:
+            del self._jobs[job_id]
+
+    def _work(self) -> None:
+        while not self._stopping.is_set():
+            job = self._queue.get()
+            if job is None:
+                break
+            self._run(job)
+
+    def _run(self, job: Job) -> None:
+        job.status, job.started = "running", time.time()
+        models = Models(self.config.models)
+
+        def on_progress(event: IngestEvent) -> None:
+            job.events.append({"source": event.source, "status": event.status, "chunks": event.chunks})
+            if self._stopping.is_set():
+                raise _StoppingError
+
+        try:
+            record_config(self.store, self.config)
+            report = IngestPipeline(self.store, models, self.config).add_bytes(job.files, on_progress)
+            job.result = ingest_body(report, models, self.store)
+            job.status = "done"
+        except _StoppingError:
+            job.status = "cancelled"
+            job.error = {"type": "cancelled", "message": "the server stopped; send the files again"}
+        except ChunkwiseError as exc:
+            job.status = "failed"
+            job.error = {"type": typed_status(exc)[1], "message": str(exc)}
+        except Exception as exc:  # the writer thread must outlive a bug in one job; the log has it
+            logger.error("ingest job %s failed", job.id, exc_info=exc)
+            job.status = "failed"
+            job.error = {"type": "internal", "message": "internal error (the server's log has the details)"}
+        job.finished = time.time()
+        job.files = [(name, b"") for name, _ in job.files]  # the uploads are stored; free their memory
+        self._durations.append(job.finished - job.started)
+        self.on_finish(job, models.accounting())

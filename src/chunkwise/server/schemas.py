@@ -1,0 +1,92 @@
+"""The JSON request bodies the server accepts, validated strictly.
+
+Every model forbids unknown fields (a ``path`` naming a file on the server is refused, never read) and
+takes JSON types as they are (``"k": "5"`` is a wrong type, not a five). Chunker parameters are checked
+twice: by :func:`check_remote_params` here, which refuses what would let a client reach the server's
+files or code, and then by the chunker itself (unknown names, values out of range).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from chunkwise.chunking import CHUNKERS
+from chunkwise.chunking.tokens import COUNTER_NAMES
+from chunkwise.errors import ConfigError
+
+#: Chunker parameters that name a model: the server uses its configured models, never a client's spec
+#: (a spec can name a model file on the server, or a paid endpoint).
+MODEL_PARAMS = frozenset({"llm", "embedder"})
+#: Chunker parameters whose value names another chunker.
+CHUNKER_PARAMS = frozenset({"inner"})
+#: Size units that name no file: the built-in counters and tiktoken's named encodings.
+UNIT_PREFIXES = ("tiktoken:",)
+
+
+class Body(BaseModel):
+    """A request body: unknown fields refused, JSON types taken strictly."""
+
+    model_config = ConfigDict(extra="forbid", strict=True)
+
+
+class ChunkOptions(Body):
+    """How to chunk: a chunker by name (``GET /v1/chunkers`` lists them) and its parameters."""
+
+    chunker: str = Field("recursive", description="fixed, recursive, sentence, semantic, structure, ...")
+    params: dict[str, Any] = Field(default_factory=dict, description="max_size, min_size, overlap, unit, ...")
+    document: bool = Field(
+        False, description="Also return the parsed document (text and units), to draw the chunks on it."
+    )
+
+
+class ChunkRequest(ChunkOptions):
+    """``POST /v1/chunk`` with a JSON body: the text itself (kept verbatim, or read as Markdown or HTML
+    when ``format`` says so)."""
+
+    text: str = Field(min_length=1, max_length=50_000_000)
+    format: Literal["text", "markdown", "html"] = "text"
+    doc_id: str = Field("text", min_length=1, max_length=1000)
+
+
+class SearchRequest(Body):
+    """``POST /v1/search``: the ``k`` best chunks for ``query``."""
+
+    query: str = Field(min_length=1, max_length=10_000)
+    k: int = Field(5, ge=1, le=1000)
+
+
+class SegmentsRequest(Body):
+    """``POST /v1/segments``: relevant segments for ``query``; ``preset`` names an RSE preset."""
+
+    query: str = Field(min_length=1, max_length=10_000)
+    preset: str | None = None
+
+
+class AnswerRequest(Body):
+    """``POST /v1/answer``: a grounded, cited answer to ``query``."""
+
+    query: str = Field(min_length=1, max_length=10_000)
+
+
+def check_remote_params(chunker: str, params: dict[str, Any]) -> None:
+    """:class:`ConfigError` for a chunker or parameter a remote client may not choose: a chunker outside
+    the registry (``package.module:Class`` would import code), a model spec, or a size unit that names a
+    tokenizer file (``hf:<path>``)."""
+    if chunker not in CHUNKERS:
+        raise ConfigError(f"unknown chunker {chunker!r}: use one of {', '.join(CHUNKERS)}")
+    for key in sorted(MODEL_PARAMS & set(params)):
+        raise ConfigError(
+            f"parameter {key!r} cannot be set per request: the server uses its configured models"
+        )
+    for key in sorted(CHUNKER_PARAMS & set(params)):
+        if params[key] not in CHUNKERS:
+            raise ConfigError(f"{key} must be one of {', '.join(CHUNKERS)}, got {params[key]!r}")
+    unit = params.get("unit")
+    if unit is not None and not (
+        isinstance(unit, str) and (unit in COUNTER_NAMES or unit.startswith(UNIT_PREFIXES))
+    ):
+        raise ConfigError(
+            f"unit must be one of {', '.join(COUNTER_NAMES)} or tiktoken:<encoding>, got {unit!r}"
+        )

@@ -1,0 +1,189 @@
+"""What a knowledge-base store is: the protocol every backend implements, and the rows it returns.
+
+A store keeps documents (text and units), their chunks with headers, one vector per chunk, and a lexical
+index over header + text; it answers BM25 and dense queries with chunk keys and hands back the chunks.
+The ingest and query pipelines depend on this protocol only, so a knowledge base runs unchanged on any
+implementation: :class:`~chunkwise.store.sqlite.SQLiteStore` (one directory, the default) or a server
+store. Every implementation keeps one rule: a document is stored whole (its chunks, headers, vectors and
+postings in one transaction) or not at all.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal, Protocol
+
+from chunkwise.chunking.chunk import Chunk, contextual_text
+from chunkwise.document import Document
+from chunkwise.models.protocols import Vectors
+from chunkwise.spans import Span
+
+#: What :meth:`Store.put` committed.
+Status = Literal["added", "replaced", "skipped"]
+
+
+@dataclass(frozen=True, slots=True)
+class StoredChunk(Span):
+    """A chunk as the store holds it: ``key`` is the store's row key, ``chunk_id`` the deterministic id,
+    ``header`` its contextual header (never part of ``text``), ``ordinal`` its position in its document,
+    ``vector`` its embedding when the store loaded it."""
+
+    key: int
+    chunk_id: str
+    text: str
+    header: str = ""
+    ordinal: int = 0
+    vector: Vectors | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def contextual_text(self) -> str:
+        """Header and text as the ranking models read them."""
+        return contextual_text(self.header, self.text)
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """A stored document's identity and size (no text)."""
+
+    doc_id: str
+    source: str | None
+    title: str | None
+    format: str
+    content_hash: str
+    chunks: int
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {
+            "doc_id": self.doc_id,
+            "source": self.source,
+            "title": self.title,
+            "format": self.format,
+            "content_hash": self.content_hash,
+            "chunks": self.chunks,
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StoreSettings:
+    """Index settings a store applies: stores of at least ``hnsw_threshold`` chunks search vectors
+    approximately (HNSW), of at least ``bm25s_threshold`` chunks answer BM25 from a precomputed index."""
+
+    hnsw_threshold: int = 50_000
+    bm25s_threshold: int | None = 20_000
+
+
+class Store(Protocol):
+    """A knowledge-base store (see the module docstring). ``settings`` may be replaced after opening
+    (a knowledge base applies the index settings of its recorded configuration)."""
+
+    settings: StoreSettings
+
+    @property
+    def location(self) -> str:
+        """Where the store lives (a directory or a URL without its password), for messages."""
+        ...
+
+    def close(self) -> None:
+        """Release connections and files."""
+        ...
+
+    def __enter__(self) -> Store: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def meta(self, key: str) -> str | None:
+        """A stored setting (the configuration, the embedder), ``None`` when unset."""
+        ...
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Store a setting."""
+        ...
+
+    def check_embedder(self, name: str, dim: int, version: str = "", *, record: bool = True) -> None:
+        """:class:`~chunkwise.errors.ConfigError` if another embedder (name, dimension, or ``version``:
+        the release of the package that ships its weights, where the store recorded one) built the stored
+        vectors. A store without vectors records this embedder when ``record`` (ingest); with
+        ``record=False`` (before a dense search) it only checks, and never writes."""
+        ...
+
+    def state(self, doc_id: str) -> tuple[str, str] | None:
+        """``(content_hash, fingerprint)`` of a stored document, ``None`` if absent."""
+        ...
+
+    def put(
+        self,
+        doc: Document,
+        chunks: Sequence[Chunk],
+        headers: Sequence[str],
+        vectors: Vectors,
+        *,
+        fingerprint: str,
+        summary: str = "",
+    ) -> Status:
+        """Store ``doc`` with one header and one vector per chunk, replacing an earlier version, in one
+        transaction. Returns what was committed: ``added``, ``replaced``, or ``skipped`` when the same
+        content and fingerprint were already stored (by another writer since the caller looked)."""
+        ...
+
+    def delete(self, doc_id: str) -> bool:
+        """Remove a document and everything derived from it; False if it was not stored."""
+        ...
+
+    def documents(self) -> list[DocumentInfo]:
+        """Every stored document, by id."""
+        ...
+
+    def document(self, doc_id: str) -> Document:
+        """The stored document, units included; ``KeyError`` if absent."""
+        ...
+
+    def summary(self, doc_id: str) -> str:
+        """The document summary stored with it (empty when none)."""
+        ...
+
+    def counts(self) -> dict[str, int]:
+        """Numbers of documents, chunks and vectors."""
+        ...
+
+    def check(self) -> list[str]:
+        """Every consistency problem, empty when none: the database's own integrity, orphaned rows, each
+        stored chunk's offsets against its document's text (the exact-provenance rule), a header and a
+        vector per chunk, the lexical index's rows, and the sidecar indexes against the current store
+        generation. It only reads."""
+        ...
+
+    def repair(self) -> list[str]:
+        """Rebuild the derived indexes (the lexical index, the sidecar indexes) from the stored rows, and
+        say what was done. A document that cannot be kept whole and exact is removed, never silently: it
+        is named in the result with the reason, so that ingesting its file again restores it."""
+        ...
+
+    def bm25(self, query: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` best chunk keys by Okapi BM25 over header + text, positive scores, best first."""
+        ...
+
+    def dense(self, vector: Vectors, k: int) -> list[tuple[int, float]]:
+        """The ``k`` nearest chunk keys by cosine to ``vector``, best first.
+
+        Raises:
+            ConfigError: ``vector`` does not have the stored vectors' dimension (another embedder).
+        """
+        ...
+
+    def dense_method(self) -> str:
+        """How :meth:`dense` searches at the store's current size (``exact``, ``hnsw``)."""
+        ...
+
+    def chunks(self, keys: Sequence[int]) -> list[StoredChunk]:
+        """The chunks of ``keys`` with their vectors, in the given order (missing keys skipped)."""
+        ...
+
+    def chunk_spans(self, doc_id: str) -> list[tuple[int, int]]:
+        """``(start, end)`` of each chunk of ``doc_id``, by ordinal."""
+        ...
+
+    def document_text(self, doc_id: str, start: int, end: int) -> str:
+        """``document.text[start:end]``; ``KeyError`` if the document is absent."""
+        ...

@@ -1,0 +1,651 @@
+"""The knowledge-base database: documents, units, chunks, headers and vectors in one SQLite file.
+
+Why SQLite: one file, no server, transactions. Ingesting a document is ONE transaction (its row, units,
+chunks, headers, vectors and BM25 postings), so a crash or ``kill -9`` leaves the whole document or none
+of it. WAL mode lets readers keep searching while one writer ingests; every write bumps a
+``generation`` counter, which tells readers (in this process or another) to reload the vector matrix.
+
+Why FTS5 for BM25: FTS5 postings live in the same transaction as the chunks, so the lexical index can
+never disagree with the chunk table, and adding or deleting a document touches only its own rows (Okapi
+BM25, k1 = 1.2, b = 0.75, Porter stemmer over Unicode word tokens). Its query time grows with the store,
+so large stores answer BM25 queries from a bm25s sidecar built from these rows (:mod:`.lexical`);
+``bench/pipeline_latency.py`` has the measurements behind the switch.
+
+Opening is defensive, because the directory comes from the user: a location that is not a directory,
+database files that are not regular files, a 0-byte or overwritten database and a damaged write-ahead log
+are refused with a :class:`~chunkwise.errors.StoreError` naming the directory and the reason
+(:mod:`.sqlite_files` inspects the files before SQLite touches them). A new database is built under a
+temporary name and linked into place, so ``kb.sqlite`` always holds a whole schema and a 0-byte one is
+damage, never a store being created. A store opened ``read_only`` uses a read-only SQLite connection (and
+keeps the sidecar indexes in memory), so a read-only or immutable directory can still be searched. Any
+SQLite failure later (a damaged page, a lock held too long) is raised as a ``StoreError`` too;
+``check()`` lists the damage and ``repair()`` rebuilds the store from what can be read
+(:mod:`.sqlite_repair`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import closing, contextmanager, suppress
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chunkwise.chunking.chunk import Chunk, contextual_text
+from chunkwise.document import Document, Unit, UnitKind
+from chunkwise.errors import ChunkwiseError, ConfigError, CorruptStoreError, StoreError
+from chunkwise.models.protocols import Vectors
+from chunkwise.store import dense, lexical
+from chunkwise.store.dense import DenseIndex
+from chunkwise.store.lexical import LexicalIndex
+from chunkwise.store.protocol import DocumentInfo, Status, StoredChunk, StoreSettings
+from chunkwise.store.sidecar import stamp_state
+from chunkwise.store.sqlite_files import check_usable, damage, shm_path, wal_frames, wal_path
+from chunkwise.store.sqlite_repair import check_database, salvage
+from chunkwise.store.sqlite_schema import DB_NAME, SCHEMA_VERSION, create_schema
+from chunkwise.terms import query_terms
+
+__all__ = ["DB_NAME", "SQLiteStore", "fts_query"]
+
+#: Seconds a connection waits for another process's write lock before it gives up.
+BUSY_TIMEOUT = 60.0
+#: SQLite's error names for a damaged file, and the messages that say so without one.
+CORRUPT_ERRORS = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
+CORRUPT_MESSAGES = ("malformed", "not a database", "vtable constructor failed")
+#: How to go on after damage, for the messages that report it.
+REPAIR_HINT = "`chunkwise kb check` lists the damage and `chunkwise kb repair` rebuilds what can be kept"
+#: The sidecar indexes beside the database, as ``(saved index, stamp)``.
+SIDECARS = ((lexical.FOLDER, lexical.STAMP), (dense.GRAPH, dense.STAMP))
+
+
+def _ready(db: sqlite3.Connection, *, damaged: bool = False) -> sqlite3.Connection:
+    """``db`` set up (cascading deletes on, a sync per checkpoint rather than per commit) once it has read
+    the schema: SQLite opens files lazily, so a file it cannot read fails here, not at the first query.
+    Closed again if it cannot. ``damaged``: read a truncated file as far as it goes (SQLite refuses a
+    file shorter than its header says unless the schema is writable; nothing here writes the schema)."""
+    try:
+        if damaged:
+            db.execute("PRAGMA writable_schema=ON")
+        db.execute("PRAGMA foreign_keys=ON")
+        db.execute("PRAGMA synchronous=NORMAL")
+        db.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+    except sqlite3.Error:
+        db.close()
+        raise
+    return db
+
+
+def fts_query(text: str) -> str:
+    """An FTS5 MATCH expression: the query's content words, each quoted, joined by OR (``""`` if none)."""
+    return " OR ".join('"' + term.replace('"', '""') + '"' for term in query_terms(text))
+
+
+class SQLiteStore:
+    """One knowledge-base directory. Thread-safe for one process (a lock serialises use of the connection);
+    open one :class:`SQLiteStore` per process, as many processes as needed (one writer at a time).
+
+    ``read_only``: never write (searching a read-only or immutable directory); the database must exist.
+    ``damaged_ok``: open despite damage the files show (a truncated database, a damaged write-ahead log)
+    so that :meth:`check` can report it and :meth:`repair` mend it; anything else raises
+    :class:`~chunkwise.errors.CorruptStoreError` for it.
+    """
+
+    def __init__(
+        self,
+        directory: str | Path,
+        settings: StoreSettings | None = None,
+        *,
+        read_only: bool = False,
+        damaged_ok: bool = False,
+    ) -> None:
+        if not str(directory).strip():
+            raise StoreError(repr(str(directory)), "no knowledge-base directory given")
+        self.directory = Path(directory)
+        self.path = self.directory / DB_NAME
+        self.settings = settings or StoreSettings()
+        self.read_only = read_only
+        self._damaged_ok = damaged_ok
+        self._lock = threading.RLock()
+        self._dense: DenseIndex | None = None
+        self._lexical: LexicalIndex | None = None
+        self._open_directory()
+        check_usable(self.path, self.location)
+        #: Damage the files showed when the store was opened (reported by :meth:`check`).
+        self.damage = damage(self.path) if self.path.exists() else []
+        if self.damage and not damaged_ok:
+            raise CorruptStoreError(self.location, f"{self.damage[0]}; {REPAIR_HINT}")
+        if not read_only and not self.path.exists():
+            self._create()
+        try:
+            self._db = self._connect()
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
+        try:
+            self._check_schema()
+        except ChunkwiseError:
+            self._db.close()
+            raise
+
+    def _check_schema(self) -> None:
+        """Raise unless the database is a knowledge base of the supported schema (a damaged one opened
+        ``damaged_ok`` whose version cannot be read is let through, with the damage recorded)."""
+        if not self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"):
+            raise StoreError(self.location, f"{DB_NAME} is a SQLite database, but not a knowledge base")
+        try:
+            version = int(self.meta("schema_version") or 0)
+        except CorruptStoreError as exc:
+            if not self._damaged_ok:
+                raise
+            self.damage.append(f"the schema version cannot be read ({exc.__cause__})")
+            return
+        if version != SCHEMA_VERSION:
+            raise ConfigError(
+                f"{self.directory}: store schema {version} is not the supported {SCHEMA_VERSION}"
+            )
+
+    def _open_directory(self) -> None:
+        """Check the location is a directory this store can use (creating it to write), else raise."""
+        if self.directory.exists() and not self.directory.is_dir():
+            raise StoreError(self.location, "not a directory")
+        if self.read_only:
+            if not self.path.exists():
+                raise StoreError(self.location, "no knowledge base here (ingest documents into it first)")
+            return
+        try:
+            self.directory.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise StoreError(self.location, f"cannot create the directory: {exc.strerror}") from None
+        if not os.access(self.directory, os.W_OK) or (
+            self.path.exists() and not os.access(self.path, os.W_OK)
+        ):
+            raise StoreError(
+                self.location, "read-only: it can be searched, but writing to it needs write access"
+            )
+
+    def _create(self) -> None:
+        """Build an empty database under a temporary name and link it into place: ``kb.sqlite`` appears
+        whole or not at all, and when two processes create it at once, the first link wins."""
+        fresh = self.path.with_name(f"{DB_NAME}.{os.getpid()}.{threading.get_ident()}.new")
+        try:
+            with closing(sqlite3.connect(fresh, isolation_level=None)) as db:
+                db.execute("PRAGMA journal_mode=WAL")
+                create_schema(db)
+            try:
+                os.link(fresh, self.path)
+            except FileExistsError:
+                pass  # another process created it first; use that one
+            except OSError:  # a file system without hard links: a rename cannot refuse to replace
+                if not self.path.exists():
+                    os.replace(fresh, self.path)
+        except (OSError, sqlite3.Error) as exc:
+            raise StoreError(self.location, f"cannot create {DB_NAME}: {exc}") from None
+        finally:
+            for leftover in (fresh, wal_path(fresh), shm_path(fresh)):
+                leftover.unlink(missing_ok=True)
+
+    def _connect(self) -> sqlite3.Connection:
+        """The connection: read-write, or read-only. SQLite reads a WAL database through its ``-shm``
+        file, which a read-only directory may lack and cannot get; with no commit waiting in the log, the
+        file is then read as immutable."""
+        options: dict[str, Any] = {
+            "timeout": BUSY_TIMEOUT,
+            "isolation_level": None,
+            "check_same_thread": False,
+        }
+        damaged = self._damaged_ok and bool(self.damage)
+        if not self.read_only:
+            return _ready(sqlite3.connect(self.path, **options), damaged=damaged)
+        uri = self.path.resolve().as_uri()
+        try:
+            return _ready(sqlite3.connect(f"{uri}?mode=ro", uri=True, **options), damaged=damaged)
+        except sqlite3.OperationalError:
+            if os.access(self.directory, os.W_OK):
+                raise
+            if wal_frames(wal_path(self.path))[0]:
+                raise StoreError(
+                    self.location,
+                    f"read-only, and {wal_path(self.path).name} holds commits that SQLite can only read with "
+                    "write access to the directory: allow it for one ingest or `chunkwise kb repair`, which "
+                    f"fold them into {DB_NAME}",
+                ) from None
+            return _ready(sqlite3.connect(f"{uri}?mode=ro&immutable=1", uri=True, **options), damaged=damaged)
+
+    def _failure(self, exc: sqlite3.Error) -> StoreError:
+        """The :class:`StoreError` to raise for a failed SQLite call."""
+        message = str(exc)
+        name = getattr(exc, "sqlite_errorname", "") or ""
+        if name.startswith(CORRUPT_ERRORS) or any(sign in message for sign in CORRUPT_MESSAGES):
+            return CorruptStoreError(self.location, f"{DB_NAME} is damaged ({message}); {REPAIR_HINT}")
+        if name.startswith("SQLITE_READONLY"):
+            return StoreError(self.location, f"read-only ({message}): writing to it needs write access")
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")):
+            return StoreError(
+                self.location, f"{message}: another process kept it locked for {BUSY_TIMEOUT:.0f} s"
+            )
+        return StoreError(self.location, message)
+
+    def close(self) -> None:
+        """Close the database connection."""
+        with self._lock:
+            self._db.close()
+
+    @property
+    def location(self) -> str:
+        """The knowledge-base directory."""
+        return str(self.directory)
+
+    def __enter__(self) -> SQLiteStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    @contextmanager
+    def _write(self, *, bump: bool = True) -> Iterator[sqlite3.Connection]:
+        """One write transaction (``BEGIN IMMEDIATE`` takes the writer lock at once); a data write bumps
+        the generation, so readers reload their vectors. A SQLite failure rolls it back and is raised as
+        a :class:`StoreError`."""
+        if self.read_only:
+            raise StoreError(self.location, "opened read-only: nothing can be written to it")
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.Error as exc:
+                raise self._failure(exc) from exc
+            try:
+                yield self._db
+                if bump:
+                    self._db.execute(
+                        "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
+                    )
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                with suppress(sqlite3.Error):  # SQLite may have rolled back already
+                    self._db.execute("ROLLBACK")
+                if isinstance(exc, sqlite3.Error):
+                    raise self._failure(exc) from exc
+                raise
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise self._failure(exc) from exc
+
+    def meta(self, key: str) -> str | None:
+        """A value of the ``meta`` table."""
+        rows = self._rows("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        """Set a value of the ``meta`` table (its own transaction)."""
+        with self._write(bump=False) as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def generation(self) -> int:
+        """The number of committed writes so far (changes whenever any process writes)."""
+        return int(self.meta("generation") or 0)
+
+    def check_embedder(self, name: str, dim: int, version: str = "", *, record: bool = True) -> None:
+        """:class:`ConfigError` if vectors of another embedder (name, dimension or package version) fill
+        this store: their cosines with this one's vectors mean nothing. An empty store records the
+        embedder when ``record`` (ingest); a search (``record=False``) only checks. Stores written before
+        versions were recorded are checked by name and dimension."""
+        stored = self.meta("embedder")
+        if stored is None:
+            if record:
+                with self._write(bump=False) as db:
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (name,))
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
+                    db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_version', ?)", (version,))
+            return
+        stored_dim = self.meta("dim") or "?"
+        stored_version = self.meta("embedder_version")
+        if stored != name or stored_dim != str(dim) or (stored_version and stored_version != version):
+            built = f"{stored!r} ({stored_dim}-d{', ' + stored_version if stored_version else ''})"
+            given = f"{name!r} ({dim}-d{', ' + version if version else ''})"
+            raise ConfigError(
+                f"{self.directory}: built with embedder {built}, not {given}; its vectors cannot be "
+                "compared: search with the same embedder, or ingest into a new directory"
+            )
+
+    # --- documents -------------------------------------------------------------------------------
+
+    def state(self, doc_id: str) -> tuple[str, str] | None:
+        """``(content_hash, fingerprint)`` of a stored document, ``None`` if absent."""
+        rows = self._rows("SELECT content_hash, fingerprint FROM documents WHERE doc_id = ?", (doc_id,))
+        return (rows[0][0], rows[0][1]) if rows else None
+
+    def put(
+        self,
+        doc: Document,
+        chunks: Sequence[Chunk],
+        headers: Sequence[str],
+        vectors: Vectors,
+        *,
+        fingerprint: str,
+        summary: str = "",
+    ) -> Status:
+        """Store ``doc`` with its chunks, headers and vectors, replacing any earlier version, atomically.
+
+        Returns what was committed: ``added``, ``replaced``, or ``skipped`` when the same content and
+        fingerprint were stored meanwhile (by another writer)."""
+        if not len(chunks) == len(headers) == vectors.shape[0]:
+            raise ValueError("chunks, headers and vectors must have one entry each per chunk")
+        with self._write() as db:
+            stored = db.execute(
+                "SELECT content_hash, fingerprint FROM documents WHERE doc_id = ?", (doc.id,)
+            ).fetchone()
+            if stored is not None and tuple(stored) == (doc.content_hash, fingerprint):
+                return "skipped"
+            replaced = self._delete(db, doc.id)
+            db.execute(
+                "INSERT INTO documents VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    doc.id,
+                    doc.source,
+                    doc.title,
+                    doc.format,
+                    doc.content_hash,
+                    fingerprint,
+                    summary,
+                    json.dumps(doc.metadata, ensure_ascii=False),
+                    doc.text,
+                ),
+            )
+            db.executemany(
+                "INSERT INTO units VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [(doc.id, u.id, u.kind.value, u.start, u.end, u.level, u.parent, u.page) for u in doc.units],
+            )
+            for ordinal, (chunk, header, vector) in enumerate(zip(chunks, headers, vectors, strict=True)):
+                cursor = db.execute(
+                    'INSERT INTO chunks (chunk_id, doc_id, ordinal, start, "end", text, section, unit_ids,'
+                    " tokens, pages) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                    (
+                        chunk.id,
+                        doc.id,
+                        ordinal,
+                        chunk.start,
+                        chunk.end,
+                        chunk.text,
+                        json.dumps(chunk.section, ensure_ascii=False),
+                        json.dumps(chunk.unit_ids),
+                        chunk.tokens,
+                        json.dumps(chunk.pages) if chunk.pages else None,
+                    ),
+                )
+                key = cursor.lastrowid
+                db.execute("INSERT INTO headers VALUES (?, ?)", (key, header))
+                db.execute(
+                    "INSERT INTO vectors VALUES (?, ?)", (key, np.asarray(vector, dtype=np.float32).tobytes())
+                )
+                db.execute(
+                    "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)",
+                    (key, contextual_text(header, chunk.text)),
+                )
+        return "replaced" if replaced else "added"
+
+    def delete(self, doc_id: str) -> bool:
+        """Remove a document and everything derived from it; False if it was not there."""
+        with self._write() as db:
+            return self._delete(db, doc_id)
+
+    @staticmethod
+    def _delete(db: sqlite3.Connection, doc_id: str) -> bool:
+        db.execute(
+            "DELETE FROM chunks_fts WHERE rowid IN (SELECT chunk_key FROM chunks WHERE doc_id = ?)", (doc_id,)
+        )
+        return db.execute("DELETE FROM documents WHERE doc_id = ?", (doc_id,)).rowcount > 0
+
+    def documents(self) -> list[DocumentInfo]:
+        """Every stored document, by id."""
+        rows = self._rows(
+            "SELECT d.doc_id, d.source, d.title, d.format, d.content_hash, COUNT(c.chunk_key)"
+            " FROM documents d LEFT JOIN chunks c ON c.doc_id = d.doc_id GROUP BY d.doc_id ORDER BY d.doc_id"
+        )
+        return [DocumentInfo(*row) for row in rows]
+
+    def document(self, doc_id: str) -> Document:
+        """The stored document, units included; ``KeyError`` if absent."""
+        rows = self._rows(
+            "SELECT doc_id, text, title, source, format, metadata FROM documents WHERE doc_id = ?", (doc_id,)
+        )
+        if not rows:
+            raise KeyError(doc_id)
+        doc_id, text, title, source, fmt, metadata = rows[0]
+        units = tuple(
+            Unit(uid, UnitKind(kind), start, end, text[start:end], level, parent, page)
+            for uid, kind, start, end, level, parent, page in self._rows(
+                'SELECT unit_id, kind, start, "end", level, parent, page FROM units WHERE doc_id = ?'
+                " ORDER BY rowid",
+                (doc_id,),
+            )
+        )
+        return Document(doc_id, text, title, source, fmt, json.loads(metadata), units)
+
+    def summary(self, doc_id: str) -> str:
+        """The document summary stored with it (empty when none)."""
+        rows = self._rows("SELECT summary FROM documents WHERE doc_id = ?", (doc_id,))
+        return str(rows[0][0]) if rows else ""
+
+    def counts(self) -> dict[str, int]:
+        """Numbers of documents, chunks and vectors."""
+        return {
+            "documents": self._rows("SELECT COUNT(*) FROM documents")[0][0],
+            "chunks": self._rows("SELECT COUNT(*) FROM chunks")[0][0],
+            "vectors": self._rows("SELECT COUNT(*) FROM vectors")[0][0],
+        }
+
+    def check(self) -> list[str]:
+        """Every problem of the store, empty when none: damage the files showed when it was opened,
+        SQLite's integrity check, the FTS5 index read whole, orphaned rows, every document read back with
+        its chunks' offsets checked against its text and a header and a vector of the right size per
+        chunk (:func:`~.sqlite_repair.check_database`), and the sidecar indexes that claim the current
+        generation checked against their stamps. It reads, never writes."""
+        with self._lock:
+            problems = list(self.damage)
+            problems += check_database(self._db, int(self._meta_or("dim", "0")))
+            try:
+                keys, generation = self.dense_index().keys, self.generation()
+            except StoreError:
+                return problems  # the vectors cannot be read: reported above, and no sidecar can be checked
+            for saved, stamp in SIDECARS:
+                state = stamp_state(self.directory / stamp, generation, keys, self.directory / saved)
+                if state.problem:
+                    problems.append(state.problem)
+            return problems
+
+    def _meta_or(self, key: str, default: str) -> str:
+        """A ``meta`` value, ``default`` when it is unset or cannot be read."""
+        try:
+            return self.meta(key) or default
+        except StoreError:
+            return default
+
+    def repair(self) -> list[str]:
+        """Rebuild the store from the rows it can read: every document that reads back whole and exact is
+        copied into a new database whose FTS5 index is built from the copied rows, the sidecar indexes
+        are rebuilt for the new generation, and the new database replaces the old. Returns what was done,
+        with every document that could not be kept named (so that ingesting its file again restores it).
+        The old database is kept as ``kb.sqlite.bak`` when anything was lost, a damaged write-ahead log as
+        ``kb.sqlite-wal.damaged``. Nothing else may use the store meanwhile: another open connection
+        stops the repair before the swap, with the store unchanged."""
+        if self.read_only:
+            raise StoreError(self.location, "opened read-only: it cannot be repaired")
+        with self._lock:
+            done: list[str] = []
+            wal = wal_path(self.path)
+            log_problem = wal_frames(wal)[1]
+            if log_problem:
+                kept = wal.with_name(wal.name + ".damaged")
+                shutil.copyfile(wal, kept)
+                done.append(
+                    f"{wal.name} was damaged ({log_problem}): a copy is kept as {kept.name}; ingest the "
+                    "files you added last again"
+                )
+            fresh = self.path.with_name(DB_NAME + ".repair")
+            fresh.unlink(missing_ok=True)
+            generation = int(self._meta_or("generation", "0")) + 1
+            try:
+                result = salvage(self._db, fresh, generation)
+                lost = bool(self.damage or result.removed or result.notes)
+                self._swap(fresh, keep_old=lost)
+            finally:
+                fresh.unlink(missing_ok=True)
+            done += result.notes + result.removed
+            done.append(
+                f"kept {result.documents} documents ({result.chunks} chunks) and rebuilt the full-text index"
+            )
+            if lost:
+                done.append(f"the database before the repair is kept as {DB_NAME}.bak")
+            done += self._rebuild_sidecars()
+            return done
+
+    def _swap(self, fresh: Path, *, keep_old: bool) -> None:
+        """Put the repaired database ``fresh`` in place of the open one (kept as ``.bak`` if
+        ``keep_old``) and connect to it."""
+        self._db.close()
+        if wal_path(self.path).exists():  # the last connection to close deletes the log: one is still open
+            self._db = self._connect()
+            raise StoreError(self.location, "another process has it open: stop it and run the repair again")
+        if keep_old:
+            os.replace(self.path, self.path.with_name(DB_NAME + ".bak"))
+        os.replace(fresh, self.path)
+        self.damage = []
+        self._db = self._connect()
+        self._dense = self._lexical = None
+
+    def _rebuild_sidecars(self) -> list[str]:
+        """Delete the sidecar indexes and build again those the store's size calls for."""
+        for saved, stamp in SIDECARS:
+            for name in (saved, stamp, f"{saved}.tmp"):
+                path = self.directory / name
+                if path.is_dir():
+                    shutil.rmtree(path)
+                else:
+                    path.unlink(missing_ok=True)
+        size, built = len(self.dense_index()), []
+        threshold = self.settings.bm25s_threshold
+        if threshold is not None and size >= threshold:
+            self.lexical_index()
+            built.append("rebuilt the bm25s index")
+        if size >= self.settings.hnsw_threshold:
+            self.dense_index().graph()
+            built.append("rebuilt the HNSW graph")
+        return built
+
+    # --- search ----------------------------------------------------------------------------------
+
+    def bm25(self, query: str, k: int) -> list[tuple[int, float]]:
+        """The ``k`` best chunk keys by BM25 over header + text, with positive scores (higher is better):
+        FTS5 below ``bm25s_threshold`` chunks, the bm25s sidecar (:mod:`.lexical`) at or above it."""
+        threshold = self.settings.bm25s_threshold
+        if threshold is not None and len(self.dense_index()) >= threshold:
+            return self.lexical_index().search(query, k)
+        match = fts_query(query)
+        if not match:
+            return []
+        rows = self._rows(
+            "SELECT rowid, bm25(chunks_fts) AS s FROM chunks_fts WHERE chunks_fts MATCH ? ORDER BY s LIMIT ?",
+            (match, k),
+        )
+        return [(int(key), -float(score)) for key, score in rows]
+
+    def lexical_index(self) -> LexicalIndex:
+        """The bm25s index of the current generation (loaded or built on first use after a write), over
+        the stored header + text of every chunk."""
+        generation = self.generation()
+        if self._lexical is None or self._lexical.generation != generation:
+
+            def rows() -> list[tuple[int, str]]:
+                return [
+                    (int(key), contextual_text(header, text))
+                    for key, header, text in self._rows(
+                        "SELECT c.chunk_key, h.header, c.text FROM chunks c"
+                        " JOIN headers h ON h.chunk_key = c.chunk_key ORDER BY c.chunk_key"
+                    )
+                ]
+
+            keys = self.dense_index().keys
+            self._lexical = LexicalIndex.open(self.directory, generation, keys, rows, save=not self.read_only)
+        return self._lexical
+
+    def dense_index(self) -> DenseIndex:
+        """The vectors of the current generation (reloaded when any process has written since)."""
+        generation = self.generation()
+        if self._dense is None or self._dense.generation != generation:
+            rows = self._rows("SELECT chunk_key, vector FROM vectors ORDER BY chunk_key")
+            dim = int(self.meta("dim") or 0)
+            wrong = sum(len(r[1]) != 4 * dim for r in rows)
+            if wrong:
+                raise CorruptStoreError(
+                    self.location, f"{wrong} stored vectors are not of {dim} floats; {REPAIR_HINT}"
+                )
+            keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+            self._dense = DenseIndex(keys, matrix, generation, self.directory, save=not self.read_only)
+        return self._dense
+
+    def dense(self, vector: Vectors, k: int) -> list[tuple[int, float]]:
+        """The ``k`` nearest chunk keys by cosine: exact below ``hnsw_threshold`` chunks, HNSW above.
+        :class:`ConfigError` when ``vector`` is not of the stored vectors' size (another embedder)."""
+        index = self.dense_index()
+        dim = index.matrix.shape[1]
+        if len(index) and vector.shape != (dim,):
+            raise ConfigError(
+                f"{self.directory}: the query vector has {vector.size} dimensions, the stored vectors {dim}; "
+                f"search with the embedder that built the store ({self.meta('embedder')})"
+            )
+        return index.search(vector, k, approximate=self.dense_method() == "hnsw")
+
+    def dense_method(self) -> str:
+        """``hnsw`` when the store holds at least ``settings.hnsw_threshold`` chunks, else ``exact``."""
+        return "hnsw" if len(self.dense_index()) >= self.settings.hnsw_threshold else "exact"
+
+    def chunks(self, keys: Sequence[int]) -> list[StoredChunk]:
+        """The chunks of ``keys`` with their vectors (in the given order; keys no longer stored are
+        skipped)."""
+        if not keys:
+            return []
+        marks = ",".join("?" * len(keys))
+        rows = self._rows(
+            'SELECT c.chunk_key, c.doc_id, c.start, c."end", c.chunk_id, c.text, h.header, c.ordinal'
+            f" FROM chunks c JOIN headers h ON h.chunk_key = c.chunk_key WHERE c.chunk_key IN ({marks})",
+            list(keys),
+        )
+        by_key = {row[0]: row for row in rows}
+        found = [by_key[k] for k in keys if k in by_key]
+        index = self.dense_index()
+        present = np.array([row[0] for row in found], dtype=np.int64)
+        vectors = index.rows(present) if present.size and index.keys.size else [None] * len(found)
+        return [
+            StoredChunk(doc_id, start, end, key, chunk_id, text, header, ordinal, vector)
+            for (key, doc_id, start, end, chunk_id, text, header, ordinal), vector in zip(
+                found, vectors, strict=True
+            )
+        ]
+
+    def chunk_spans(self, doc_id: str) -> list[tuple[int, int]]:
+        """``(start, end)`` of each chunk of ``doc_id``, by ordinal."""
+        return [
+            (s, e)
+            for s, e in self._rows(
+                'SELECT start, "end" FROM chunks WHERE doc_id = ? ORDER BY ordinal', (doc_id,)
+            )
+        ]
+
+    def document_text(self, doc_id: str, start: int, end: int) -> str:
+        """``document.text[start:end]`` (sliced in SQL: substr counts characters, 1-based)."""
+        rows = self._rows(
+            "SELECT substr(text, ?, ?) FROM documents WHERE doc_id = ?", (start + 1, end - start, doc_id)
+        )
+        if not rows:
+            raise KeyError(doc_id)
+        return str(rows[0][0])

@@ -1,0 +1,58 @@
+"""The LangChain adapters with the real ``langchain-core`` and ``langchain-text-splitters``: the retriever
+returns the knowledge base's hits as Documents with offsets and scores, and the splitter cuts with every
+chunker at exact offsets."""
+
+from __future__ import annotations
+
+import pytest
+from langchain_core.documents import Document
+from langchain_core.retrievers import BaseRetriever
+from langchain_text_splitters import TextSplitter
+
+from chunkwise.adapters.langchain import ChunkwiseRetriever, ChunkwiseTextSplitter
+from chunkwise.kb import KnowledgeBase
+from tests.adapters.conftest import EVERY_CHUNKER, TEXT
+
+
+def test_retriever_returns_hits_as_documents(sample_kb: KnowledgeBase) -> None:
+    retriever = ChunkwiseRetriever(kb=sample_kb, k=3)
+    assert isinstance(retriever, BaseRetriever)
+    docs = retriever.invoke("How much does extra baggage cost?")
+    hits = sample_kb.search("How much does extra baggage cost?", k=3)
+    assert [d.page_content for d in docs] == [h.text for h in hits]
+    for doc, hit in zip(docs, hits, strict=True):
+        meta = doc.metadata
+        assert (meta["doc_id"], meta["start"], meta["end"], meta["score"]) == (
+            hit.doc_id,
+            hit.start,
+            hit.end,
+            hit.score,
+        )
+        assert set(meta["scores"]) == {"bm25", "dense", "fusion"}
+        stored = sample_kb.store.document_text(meta["doc_id"], meta["start"], meta["end"])
+        assert stored == doc.page_content
+
+
+@pytest.mark.parametrize("chunker", EVERY_CHUNKER)
+def test_splitter_cuts_with_every_chunker_at_exact_offsets(chunker: str) -> None:
+    splitter = ChunkwiseTextSplitter(chunker, max_size=120, min_size=0)
+    assert isinstance(splitter, TextSplitter)
+    docs = splitter.create_documents([TEXT], metadatas=[{"source": "policy"}])
+    assert [d.page_content for d in docs] == splitter.split_text(TEXT)
+    assert docs
+    for doc in docs:
+        start, end = doc.metadata["start_index"], doc.metadata["end_index"]
+        assert TEXT[start:end] == doc.page_content  # exact, the second "Repeated line." included
+        assert len(doc.page_content) <= 120
+        assert doc.metadata["source"] == "policy"
+    covered = "".join(d.page_content for d in docs)
+    assert "".join(covered.split()) == "".join(TEXT.split())
+
+
+def test_markdown_splitting_keeps_section_paths_and_splits_documents() -> None:
+    splitter = ChunkwiseTextSplitter("structure", format="markdown", max_size=200)
+    docs = splitter.split_documents([Document(page_content=TEXT, metadata={"id": 7})])
+    assert {tuple(d.metadata["section"]) for d in docs} >= {("Baggage",), ("Baggage", "Cabin")}
+    assert all(d.metadata["id"] == 7 for d in docs)
+    # Read as Markdown, offsets index the parsed text, not the given one: no start_index is claimed.
+    assert all("start_index" not in d.metadata and d.metadata["end"] > d.metadata["start"] for d in docs)

@@ -1,0 +1,186 @@
+"""Bad requests get a JSON error with the right status, never a traceback, and never touch the server's
+files: malformed JSON, wrong types, unknown fields and chunkers, refused parameters, oversized and
+unsupported uploads, unknown ids, a full ingest queue and a request past its timeout."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from chunkwise.server import ServerSettings, create_app
+from chunkwise.store.sqlite import DB_NAME
+from tests.support.server import error_of, running_app, upload, wait_job
+
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01"
+
+
+def _error(response: httpx.Response, status: int, type_: str) -> str:
+    assert response.status_code == status, response.text
+    error = error_of(response)
+    assert error["type"] == type_, error
+    return error["message"]
+
+
+def test_malformed_json_and_wrong_types(client: httpx.Client) -> None:
+    headers = {"Content-Type": "application/json"}
+    for path in ("/v1/search", "/v1/chunk", "/v1/answer"):
+        _error(client.post(path, content=b'{"query": ', headers=headers), 400, "malformed_json")
+    assert _error(client.post("/v1/search", json={"query": 5}), 422, "invalid_request").startswith("query:")
+    assert "k:" in _error(client.post("/v1/search", json={"query": "bags", "k": "5"}), 422, "invalid_request")
+    _error(client.post("/v1/search", json={"query": "bags", "k": 0}), 422, "invalid_request")
+    assert "Field required" in _error(client.post("/v1/segments", json={}), 422, "invalid_request")
+    _error(client.post("/v1/chunk", json={"text": "a text", "params": []}), 422, "invalid_request")
+    _error(client.post("/v1/chunk", json=["a text"]), 422, "invalid_request")
+    _error(client.post("/v1/search", json={"query": "?!"}), 400, "query_error")
+
+
+def test_unknown_fields_are_refused_and_a_path_is_never_read(client: httpx.Client, tmp_path: Path) -> None:
+    secret = tmp_path / "secret.md"
+    secret.write_text("the launch code is 0000")
+    for path, body in (
+        ("/v1/chunk", {"text": "a text", "path": str(secret)}),
+        ("/v1/search", {"query": "launch code", "path": str(secret)}),
+        ("/v1/answer", {"query": "launch code", "file": str(secret)}),
+    ):
+        response = client.post(path, json=body)
+        message = _error(response, 422, "invalid_request")
+        assert message.startswith("unknown field")
+        assert "0000" not in response.text
+    form = client.post("/v1/chunk", files=upload(secret, field="file"), data={"path": str(secret)})
+    assert _error(form, 422, "invalid_request") == "unknown field 'path'"
+    docs = client.post("/v1/documents", files=upload(secret), data={"path": str(secret)})
+    assert _error(docs, 422, "invalid_request") == "unknown field 'path'"
+    # A text that names a file is chunked as the text it is.
+    chunks = client.post("/v1/chunk", json={"text": str(secret)}).json()["chunks"]
+    assert [c["text"] for c in chunks] == [str(secret)]
+
+
+def test_unknown_chunkers_and_refused_parameters(client: httpx.Client) -> None:
+    def chunk(chunker: str, **params: object) -> httpx.Response:
+        return client.post("/v1/chunk", json={"text": "a text", "chunker": chunker, "params": params})
+
+    assert _error(chunk("nope"), 400, "config_error").startswith("unknown chunker 'nope'")
+    _error(chunk("os.path:join"), 400, "config_error")  # a dotted class path is never imported
+    assert "max_sise" in _error(chunk("recursive", max_sise=5), 400, "config_error")
+    _error(chunk("recursive", max_size=-1), 400, "config_error")
+    assert "'llm'" in _error(chunk("wrac", llm="local:/tmp/model.gguf"), 400, "config_error")
+    _error(chunk("semantic", embedder="local:/tmp"), 400, "config_error")
+    _error(chunk("recursive", unit="hf:/etc/tokenizer.json"), 400, "config_error")
+    _error(chunk("sections", inner="os.path:join"), 400, "config_error")
+    form = client.post("/v1/chunk", files=[("file", ("a.md", b"# A\n\ntext"))], data={"params": "{oops"})
+    _error(form, 400, "malformed_json")
+    wrong = client.post("/v1/chunk", files=[("file", ("a.md", b"# A\n\ntext"))], data={"document": "yes"})
+    _error(wrong, 422, "invalid_request")
+    _error(client.post("/v1/chunk", data={"chunker": "recursive"}), 415, "unsupported_media_type")
+    _error(
+        client.post("/v1/chunk", content=b"a text", headers={"Content-Type": "text/plain"}),
+        415,
+        "unsupported_media_type",
+    )
+
+
+def test_unsupported_and_unparsable_uploads(client: httpx.Client) -> None:
+    png = [("file", ("image.png", PNG))]
+    assert "image.png" in _error(client.post("/v1/chunk", files=png), 415, "unsupported_format")
+    docs = client.post("/v1/documents", files=[("files", ("image.png", PNG)), ("files", ("a.md", b"# A"))])
+    _error(docs, 415, "unsupported_format")  # the whole request is refused, nothing is queued
+    assert client.get("/healthz").json()["queue"] == 0
+    broken = [("file", ("report.pdf", b"%PDF-1.7 truncated"))]
+    assert "report.pdf" in _error(client.post("/v1/chunk", files=broken), 422, "parse_error")
+    _error(client.post("/v1/chunk", files=[("file", ("empty.md", b""))]), 422, "parse_error")
+    _error(client.post("/v1/documents", data={"x": "1"}), 422, "invalid_request")
+    _error(client.post("/v1/documents", files=[("files", ("/", b"# A"))]), 422, "invalid_request")
+
+
+def test_unknown_ids_routes_and_methods(client: httpx.Client) -> None:
+    assert _error(client.get("/v1/documents/nope.md"), 404, "not_found") == "no document 'nope.md'"
+    _error(client.delete("/v1/documents/samples/docs/nope.md"), 404, "not_found")
+    _error(client.get("/v1/jobs/job-0-00000000"), 404, "not_found")
+    _error(client.get("/v1/nothing"), 404, "not_found")
+    _error(client.get("/v1/search"), 405, "method_not_allowed")
+
+
+@pytest.fixture
+def small(kb_dir: Path) -> Iterator[httpx.Client]:
+    """A server over the shared knowledge base that takes request bodies of 2,000 bytes at most."""
+    app = create_app(kb_dir, settings=ServerSettings(max_upload_bytes=2000))
+    with running_app(app) as url, httpx.Client(base_url=url, timeout=600) as http:
+        yield http
+
+
+def test_oversized_bodies_are_refused(small: httpx.Client) -> None:
+    assert "2000 bytes" in _error(
+        small.post("/v1/chunk", json={"text": "x" * 5000}), 413, "payload_too_large"
+    )
+    big = [("files", ("big.md", b"# Big\n\n" + b"word " * 1000))]
+    _error(small.post("/v1/documents", files=big), 413, "payload_too_large")
+
+    def streamed() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+        yield b'{"text": "'
+        for _ in range(100):
+            yield b"x" * 100
+        yield b'"}'
+
+    chunked = small.post("/v1/chunk", content=streamed(), headers={"Content-Type": "application/json"})
+    _error(chunked, 413, "payload_too_large")
+    assert small.post("/v1/chunk", json={"text": "a short text"}).status_code == 200
+
+
+def test_a_full_queue_answers_429_and_a_slow_request_504(tmp_path: Path, data_dir: Path) -> None:
+    """The writer is held up by another process's write lock on the store (deterministically): the
+    running job waits, one more job fits in the queue, the next is refused; a delete waiting for the lock
+    past the request timeout is answered 504. Once the lock goes, every queued job completes."""
+    kb = tmp_path / "kb"
+    settings = ServerSettings(queue_size=1, request_timeout=1.0)
+    with (
+        running_app(create_app(kb, settings=settings)) as url,
+        httpx.Client(base_url=url, timeout=600) as http,
+    ):
+        lock = sqlite3.connect(kb / DB_NAME, isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
+        try:
+            doc = upload(data_dir / "formats" / "accessories.md")
+            first = http.post("/v1/documents", files=doc).json()
+            while http.get(f"/v1/jobs/{first['id']}").json()["status"] == "queued":
+                time.sleep(0.01)
+            second = http.post("/v1/documents", files=doc)
+            assert second.status_code == 202
+            third = http.post("/v1/documents", files=doc)
+            assert _error(third, 429, "queue_full").startswith("the ingest queue is full")
+            assert int(third.headers["retry-after"]) >= 1
+            _error(http.delete("/v1/documents/other.md"), 504, "timeout")
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+        assert wait_job(http, first["id"])["result"]["added"] == ["accessories.md"]
+        assert wait_job(http, second.json()["id"])["result"]["skipped"] == ["accessories.md"]
+        metrics = http.get("/metrics").text
+        assert (
+            'chunkwise_http_requests_total{method="POST",route="/v1/documents",status="429"} 1.0' in metrics
+        )
+        assert 'chunkwise_ingest_jobs_total{status="done"} 2.0' in metrics
+
+
+def test_every_typed_error_has_its_status() -> None:
+    """The library's typed errors map to the statuses the README lists (most specific class first)."""
+    from chunkwise import errors
+    from chunkwise.server.errors import typed_status
+
+    cases = {
+        errors.UnsupportedFormatError("a.png", "binary"): (415, "unsupported_format"),
+        errors.FileTooLargeError("a.pdf", "too big"): (413, "file_too_large"),
+        errors.CorruptFileError("a.pdf", "broken"): (422, "parse_error"),
+        errors.QueryError("no word"): (400, "query_error"),
+        errors.ConfigError("unknown key"): (400, "config_error"),
+        errors.BudgetExceededError("local", "spent"): (402, "budget_exceeded"),
+        errors.ModelCallError("openai:m", "timed out"): (502, "model_error"),
+        errors.CorruptStoreError("kb", "damaged"): (503, "store_unavailable"),
+        errors.DatasetError("q.jsonl", "bad"): (400, "bad_request"),
+    }
+    for error, expected in cases.items():
+        assert typed_status(error) == expected, error

@@ -1,0 +1,87 @@
+"""``chunkwise serve`` as a user runs it: the README's curl examples against a real server process, the
+refusals that exit 2 with one line, and a ``kill -9`` in the middle of an ingest job, after which the
+store is consistent and the job can be sent again."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from chunkwise.store.sqlite import SQLiteStore
+from tests.support.cli import run_chunkwise
+from tests.support.readme import console_commands, matches, readme_blocks, run_console, starts_a_server
+from tests.support.server import serve_process, upload, wait_job
+
+REPO = Path(__file__).resolve().parents[2]
+README_PORT = "localhost:8000"
+KEY = "test-key-0123"
+
+
+def test_non_loopback_without_a_key_and_an_unset_key_variable_are_refused(tmp_path: Path) -> None:
+    kb = str(tmp_path / "kb")
+    refused = run_chunkwise("serve", "--kb", kb, "--host", "0.0.0.0")
+    assert refused.returncode == 2
+    assert refused.stderr.splitlines() == [
+        "error: refusing to listen on 0.0.0.0 without an API key: set one with --api-key-env NAME "
+        "or listen on 127.0.0.1"
+    ]
+    unset = run_chunkwise("serve", "--kb", kb, "--api-key-env", "CHUNKWISE_TEST_UNSET_KEY")
+    assert unset.returncode == 2
+    assert unset.stderr.splitlines() == [
+        "error: --api-key-env CHUNKWISE_TEST_UNSET_KEY: the variable is unset or empty"
+    ]
+    assert not (tmp_path / "kb").exists()  # refused before anything was created
+
+
+def test_the_readme_curl_examples(tmp_path: Path) -> None:
+    """The README block that starts with ``chunkwise serve``: the server is started as written (on a free
+    port instead of 8000), with the README's knowledge base, and every curl line prints what it shows."""
+    blocks = [body for lang, body in readme_blocks() if lang == "console" and starts_a_server(body)]
+    assert len(blocks) == 1
+    (serve, _), *commands = console_commands(blocks[0])
+    for name in ("tests", "samples"):
+        (tmp_path / name).symlink_to(REPO / name)
+    run_chunkwise("ingest", "samples/docs", "--kb", "my-kb", check=True, cwd=tmp_path)
+    args = shlex.split(serve)[2:]  # after "chunkwise serve"
+    env = {"CHUNKWISE_API_KEY": KEY}
+    with serve_process(*args, env=env, cwd=tmp_path) as (url, _):
+        address = url.removeprefix("http://")
+        for command, expected in commands:
+            result = run_console(command.replace(README_PORT, address), tmp_path, {**os.environ, **env})
+            assert result.returncode == 0, f"{command}\n{result.stderr}"
+            assert matches(expected, result.stdout), (
+                f"{command}\nexpected:\n{expected}\nprinted:\n{result.stdout}"
+            )
+
+
+@pytest.mark.slow
+def test_kill_9_mid_ingest_leaves_a_consistent_store_and_the_job_can_be_sent_again(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    kb = tmp_path / "kb"
+    files = sorted((data_dir / "formats").iterdir())
+    with serve_process("--kb", str(kb)) as (url, process), httpx.Client(base_url=url, timeout=600) as http:
+        job = http.post("/v1/documents", files=upload(*files)).json()
+        while not http.get(f"/v1/jobs/{job['id']}").json()["events"]:
+            time.sleep(0.05)  # at least one document handled, more on their way
+        process.kill()
+        process.wait()
+    with SQLiteStore(kb) as store:
+        assert store.check() == []
+        stored = store.counts()["documents"]
+    assert 0 < stored <= len(files)
+    with serve_process("--kb", str(kb)) as (url, _), httpx.Client(base_url=url, timeout=600) as http:
+        again = wait_job(http, http.post("/v1/documents", files=upload(*files)).json()["id"])
+        result = again["result"]
+        assert again["status"] == "done"
+        assert len(result["skipped"]) == stored  # what was committed before the kill is whole
+        assert len(result["added"]) + len(result["skipped"]) == len(files)
+        assert result["failed"] == []
+    with SQLiteStore(kb) as store:
+        assert store.check() == []
+        assert store.counts()["documents"] == len(files)

@@ -1,0 +1,102 @@
+"""What the CLI prints from outside: control characters in names and document text are escaped
+everywhere (error lines, tables, progress, answers, JSON).
+
+A file named ``bad\\x1b[31m\\nerror: fake.md`` must print as one escaped line: it can neither colour the
+terminal nor forge an ``error:`` line of its own. Rich markup in a document (``[/x]``) must print as
+text, not be interpreted (an unmatched closing tag used to end the table view with a traceback).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from chunkwise.cli.terminal import json_line, printable
+from tests.support.cli import run_bounded
+
+HOSTILE_NAME = "bad\x1b[31m\nerror: fake.md"
+ESCAPED_NAME = "bad\\x1b[31m\\nerror: fake.md"
+#: Document text with escape sequences, a bell, a carriage return, C1 CSI, a bidi override and rich
+#: markup, with enough plain text around them not to be taken for binary data.
+HOSTILE_TEXT = (
+    "# [/oops] Ti\x1b[2Jtle\n\n"
+    "Plain \x1b]0;owned\x07 words, a\rreturn, \x9b31m C1, \u202eevil, [bold]x[/bold].\n\n"
+    + "Plain words for the filler paragraph. "
+    * 12
+)
+
+
+def test_printable_escapes_controls_bidi_and_separators_only() -> None:
+    assert printable("a\x1b[31mb\r\n\t\x00\x7f\x9b\u202e\u2066\u2028z") == (
+        "a\\x1b[31mb\\r\\n\\t\\x00\\x7f\\x9b\\u202e\\u2066\\u2028z"
+    )
+    assert printable("café 中文 😀 [b] \\x1b") == "café 中文 😀 [b] \\x1b"
+    assert printable("one\ntwo\r", keep_newlines=True) == "one\ntwo\\r"
+
+
+def test_json_line_escapes_the_same_set_and_round_trips() -> None:
+    value = {"text": HOSTILE_TEXT, "name": HOSTILE_NAME, "\x85key": ["\u2029", "é"]}
+    line = json_line(value)
+    assert json.loads(line) == value
+    assert printable(line) == line  # nothing left to escape: no raw control character at all
+    assert "é" in line  # readable non-ASCII stays as it is
+
+
+@pytest.fixture
+def hostile_folder(tmp_path: Path) -> Path:
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / HOSTILE_NAME).write_bytes(b"")  # empty: fails with an error line naming it
+    (folder / "text.md").write_text(HOSTILE_TEXT, encoding="utf-8")
+    return folder
+
+
+def _assert_clean(output: str) -> None:
+    """No raw escape, bell, carriage return, C1 or bidi character reached the output."""
+    for char in ("\x1b", "\x07", "\r", "\x9b", "\u202e"):
+        assert char not in output, repr(char)
+
+
+def test_parse_error_line_for_a_hostile_name_is_one_escaped_line(hostile_folder: Path) -> None:
+    done = run_bounded("parse", str(hostile_folder / HOSTILE_NAME), cwd=hostile_folder)
+    assert done.returncode == 2
+    assert done.stderr == f"error: {hostile_folder.as_posix()}/{ESCAPED_NAME}: file is empty\n"
+
+
+def test_parse_table_and_json_print_hostile_text_escaped(hostile_folder: Path) -> None:
+    path = str(hostile_folder / "text.md")
+    table = run_bounded("parse", path)
+    assert table.returncode == 0, table.stderr
+    assert "Traceback" not in table.stderr
+    _assert_clean(table.stdout)
+    assert "[/oops]" in table.stdout
+    assert "\\x1b[2J" in table.stdout
+    lines = run_bounded("parse", "--json", path).stdout.splitlines()
+    assert len(lines) == 1
+    _assert_clean(lines[0])
+    assert json.loads(lines[0])["text"].startswith("# [/oops] Ti\x1b[2Jtle")  # the data itself is exact
+
+
+def test_chunk_table_prints_hostile_text_and_sections_escaped(hostile_folder: Path) -> None:
+    done = run_bounded("chunk", str(hostile_folder / "text.md"), "--chunker", "structure", "--max-size", "40")
+    assert done.returncode == 0, done.stderr
+    _assert_clean(done.stdout)
+    assert "Ti\\x1b[2Jtle" in done.stdout  # the section path, from the heading
+
+
+def test_ingest_search_and_ask_escape_names_and_text(hostile_folder: Path, tmp_path: Path) -> None:
+    kb = str(tmp_path / "kb")
+    ingest = run_bounded("ingest", str(hostile_folder), "--kb", kb)
+    assert ingest.returncode == 2
+    _assert_clean(ingest.stderr)
+    errors = [line for line in ingest.stderr.splitlines() if line.startswith("error: ")]
+    assert errors == [f"error: {hostile_folder.as_posix()}/{ESCAPED_NAME}: file is empty"]
+    search = run_bounded("search", "plain words", "--kb", kb, "-k", "2")
+    assert search.returncode == 0, search.stderr
+    _assert_clean(search.stdout)
+    assert "[/oops]" in search.stdout
+    ask = run_bounded("ask", "Which words are plain?", "--kb", kb)
+    assert ask.returncode == 0, ask.stderr
+    _assert_clean(ask.stdout)

