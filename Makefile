@@ -9,7 +9,7 @@ export TOKENIZERS_PARALLELISM := false
 
 .PHONY: demo test lint typecheck pytest browser screenshots bench-deps clean
 
-$(STAMP): pyproject.toml Makefile
+$(STAMP): pyproject.toml Makefile hatch_build.py src/chunkwise/chunking/_speedups.c
 	rm -rf $(VENV)
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install -q --upgrade pip

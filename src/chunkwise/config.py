@@ -19,6 +19,9 @@ A TOML file may name a preset (``preset = "chunkrag"``) and then override any fi
     enabled = true
     preset = "precision"
 
+    [limits]            # per input document at ingest: bytes read, characters extracted, chunks
+    max_chunks = 20000
+
 Every stage has an ``enabled`` switch. Unknown sections or keys, values of the wrong type, and unknown or
 out-of-range chunker parameters raise :class:`~chunkwise.errors.ConfigError` naming the key
 (``retrieval.wieght``, ``chunking.params: recursive: unknown parameter(s) max_sise; known: ...``) when
@@ -42,8 +45,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from chunkwise.chunking import normalised_params
+from chunkwise.chunking.limits import MAX_CHUNKS
 from chunkwise.errors import ConfigError
 from chunkwise.models.config import ModelsConfig
+from chunkwise.parsing.limits import ParseLimits
 from chunkwise.settings import build
 from chunkwise.store.pgurl import redact
 
@@ -179,6 +184,32 @@ class AnswerConfig:
     min_quote_chars: int = 10
 
 
+#: The parser's default limits, the defaults of the ``[limits]`` section.
+_PARSE_DEFAULTS = ParseLimits()
+
+
+@dataclass(frozen=True)
+class LimitsConfig:
+    """Bounds on one input document at ingest (what ``--max-bytes``, ``--max-chars`` and ``--max-chunks``
+    set for ``parse`` and ``chunk``): the bytes read, the characters extracted
+    (:class:`~chunkwise.parsing.ParseLimits`) and the chunks it may become
+    (:mod:`chunkwise.chunking.limits`). A document past one is refused with a typed error naming it."""
+
+    max_bytes: int = _PARSE_DEFAULTS.max_bytes
+    max_chars: int = _PARSE_DEFAULTS.max_chars
+    max_chunks: int = MAX_CHUNKS
+
+    def validate(self, path: str) -> None:
+        """Every limit must be positive."""
+        for name in ("max_bytes", "max_chars", "max_chunks"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{path}.{name}: must be at least 1, got {getattr(self, name)}")
+
+    def parse_limits(self) -> ParseLimits:
+        """The parser's limits, with these bounds and the parser's defaults for the rest."""
+        return ParseLimits(max_bytes=self.max_bytes, max_chars=self.max_chars)
+
+
 @dataclass(frozen=True)
 class PipelineConfig:
     """Everything a knowledge base needs to ingest, search and answer."""
@@ -194,6 +225,7 @@ class PipelineConfig:
     rerank: RerankConfig = field(default_factory=RerankConfig)
     segments: SegmentsConfig = field(default_factory=SegmentsConfig)
     answer: AnswerConfig = field(default_factory=AnswerConfig)
+    limits: LimitsConfig = field(default_factory=LimitsConfig)
     store: StoreConfig = field(default_factory=StoreConfig)
 
     def to_dict(self) -> dict[str, Any]:
@@ -283,6 +315,7 @@ def from_dict(data: dict[str, Any], preset: str | None = None) -> PipelineConfig
     overrides = {k: v for k, v in data.items() if k != "preset"}
     built = build(PipelineConfig, overrides, "", dataclasses.replace(config, preset=name))
     built.models.validate("models")
+    built.limits.validate("limits")
     _check_chunking(built.chunking, "chunking")
     return dataclasses.replace(built, models=built.models.with_env())
 

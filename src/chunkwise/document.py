@@ -72,7 +72,8 @@ class Document:
     """A parsed document: canonical ``text`` plus the units that tile its content.
 
     ``id`` comes from the source (its path or a given id), so re-parsing gives the same id.
-    ``content_hash`` (SHA-256 of ``text``) identifies the content, for caches and chunk ids.
+    ``content_hash`` (SHA-256 of ``text``) identifies the content, for caches and for the store to skip
+    unchanged documents.
     """
 
     id: str

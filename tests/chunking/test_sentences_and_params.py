@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from chunkwise.chunking import CHUNKERS, get_chunker, get_counter
 from chunkwise.chunking.measure import RunTokenMeasure, TokenMeasure
 from chunkwise.chunking.sentences import split_sentences
-from chunkwise.chunking.tokens import BLOCK_CHARS, HFTokenCounter
+from chunkwise.chunking.tokens import BLOCK_CHARS, CHINESE_CHARACTERS, HFTokenCounter
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
 from chunkwise.models.bundled import minilm_dir
@@ -134,4 +134,46 @@ def test_run_measure_agrees_with_full_tokenisation(text: str, data: st.DataObjec
         assert runs.forward(start, budget) == tokens.forward(start, budget)
         assert runs.backward(end, budget) == tokens.backward(end, budget)
         if end > start:
-            assert runs.exact_sizes([(start, end)]) == [counter.count(text[start:end])]
+            assert runs.exact_sizes([start], [end]) == [counter.count(text[start:end])]
+
+
+def test_chinese_characters_are_the_ones_the_tokenizer_sets_apart() -> None:
+    """Each range of ``CHINESE_CHARACTERS``, and the code points just outside it, against MiniLM."""
+    counter = get_counter("minilm")
+    assert counter.isolated == CHINESE_CHARACTERS
+    edges = [(low - 1, low, low + 1, (low + high) // 2, high, high + 1) for low, high in CHINESE_CHARACTERS]
+    probes = sorted({code for group in edges for code in group})
+    for code in probes:
+        char = chr(code)
+        inside = any(low <= code <= high for low, high in CHINESE_CHARACTERS)
+        # Set apart, a character between two letters is a token of its own: "a", char, "a".
+        assert (counter.count(f"a{char}a") == 3) == inside, hex(code)
+        if inside:
+            assert counter.count(char) == 1
+
+
+_MIXED = st.lists(
+    st.one_of(
+        st.characters(min_codepoint=0x4E00, max_codepoint=0x9FFF),
+        st.characters(min_codepoint=0x20000, max_codepoint=0x2000F),
+        st.sampled_from(["，", "。", " ", "\n", "iPhone", "3.5", "\u0301", "é", "ｶﾀｶﾅ", "한국어"]),
+    ),
+    max_size=60,
+).map("".join)
+
+
+@settings(max_examples=150, deadline=None)
+@given(text=_MIXED, data=st.data())
+def test_run_measure_agrees_on_text_without_spaces(text: str, data: st.DataObject) -> None:
+    """Chinese characters as runs of their own, between Latin words, marks and other scripts."""
+    counter = get_counter("minilm")
+    runs, tokens = RunTokenMeasure(text, counter), TokenMeasure(text, counter)
+    assert runs.size(0, len(text)) == counter.count(text)
+    for _ in range(10):
+        start = data.draw(st.integers(0, len(text)))
+        end = data.draw(st.integers(start, len(text)))
+        budget = data.draw(st.integers(1, 8))
+        assert runs.forward(start, budget) == tokens.forward(start, budget)
+        assert runs.backward(end, budget) == tokens.backward(end, budget)
+        if end > start:
+            assert runs.exact_sizes([start], [end]) == [counter.count(text[start:end])]

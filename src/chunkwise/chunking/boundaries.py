@@ -63,6 +63,31 @@ class RegexLevel:
         return match.end()
 
 
+class BlankLineLevel:
+    """Boundaries after a blank line: a line break, optional spaces or tabs, and a line break.
+
+    Binding finds every blank line of the packing range in one forward scan: blank lines are few next to
+    windows, whereas a backward search re-reads every window that has none (a hard-wrapped text has
+    one a few hundred kilobytes). Every run of whitespace holding several line breaks gives a cut after
+    each break but the first, as a search of the window would.
+    """
+
+    name = "paragraph"
+    # Consumes the first break and the spaces after it, not the second break, so that consecutive
+    # blank lines all match; the cut is just after the second break.
+    _BREAK = re.compile(r"\n[^\S\n]*(?=\n)")
+    _LAST = re.compile(r"(?s:.*)\n[^\S\n]*\n")
+
+    def bind(self, text: str, start: int, end: int) -> Level:
+        """A :class:`CutsLevel` of the blank lines in ``text[start:end]``."""
+        return CutsLevel(self.name, [match.end() + 1 for match in self._BREAK.finditer(text, start, end)])
+
+    def last_cut(self, text: str, start: int, limit: int) -> int | None:
+        """Just after the last blank line inside ``text[start:limit]`` (one window, no precomputation)."""
+        match = self._LAST.match(text, start, limit)
+        return None if match is None else match.end()
+
+
 class LiteralLevel:
     """Boundaries after each occurrence of a literal separator (``str.rfind``: no regex engine)."""
 
@@ -89,6 +114,8 @@ class PunctuationLevel:
 
     def __init__(self, name: str, spaced: str, unspaced: str) -> None:
         self.name = name
+        self.spaced = spaced
+        self.unspaced = unspaced
         self._reversed = re.compile(f"\\s[{re.escape(spaced)}]|[{re.escape(unspaced)}]")
 
     def bind(self, text: str, start: int, end: int) -> Level:
@@ -133,7 +160,7 @@ class CutsLevel:
 
     def __init__(self, name: str, cuts: Sequence[int]) -> None:
         self.name = name
-        self._cuts = cuts
+        self.cuts = cuts
 
     def bind(self, text: str, start: int, end: int) -> Level:
         """Already bound."""
@@ -141,11 +168,11 @@ class CutsLevel:
 
     def last_cut(self, text: str, start: int, limit: int) -> int | None:
         """The largest known cut in ``(start, limit]``."""
-        i = bisect.bisect_right(self._cuts, limit) - 1
-        return self._cuts[i] if i >= 0 and self._cuts[i] > start else None
+        i = bisect.bisect_right(self.cuts, limit) - 1
+        return self.cuts[i] if i >= 0 and self.cuts[i] > start else None
 
 
-PARAGRAPH = RegexLevel("paragraph", r"\n[^\S\n]*\n")
+PARAGRAPH = BlankLineLevel()
 LINE = LiteralLevel("line", "\n")
 SENTENCE = SentenceLevel()
 #: Sentence ends scanned once per packing range (for chunkers that consult them for every chunk).

@@ -24,11 +24,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import pairwise
+from typing import Any
 
-from chunkwise.chunking.boundaries import Level
+from chunkwise.chunking import speedups
+from chunkwise.chunking.boundaries import (
+    BlankLineLevel,
+    CutsLevel,
+    Level,
+    LiteralLevel,
+    PunctuationLevel,
+    RegexLevel,
+)
 from chunkwise.chunking.chunk import Chunk, ChunkBuilder
-from chunkwise.chunking.measure import Measure
+from chunkwise.chunking.measure import CharMeasure, Measure
 from chunkwise.chunking.tokens import TokenCounter
 from chunkwise.chunking.trim import NON_SPACE, skip_space, trim
 from chunkwise.document import Document
@@ -40,7 +48,17 @@ Piece = tuple[int, int, int]
 #: Optional per-chunk context (text beside the chunk, e.g. a split table's header row).
 ContextFn = Callable[[int, int], str]
 
-_SPACE_RUN = re.compile(r"\s+")
+#: Whitespace followed by a word: the word start is one past the match start.
+_BEFORE_WORD = re.compile(r"\s\S")
+
+
+@dataclass(slots=True)
+class Spans:
+    """Spans in document order as parallel lists (cheaper than a tuple per span on the hot path)."""
+
+    starts: list[int]
+    ends: list[int]
+    groups: list[int]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,87 +83,155 @@ def pack(
     Each span ends at the last boundary of the first level (in ``levels`` order) that has one inside
     the window the budget reaches; with none, at the window's end (a character cut).
     """
-    spans: list[tuple[int, int]] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    _pack_into(text, start, end, measure, budget, levels=levels, starts=starts, ends=ends)
+    return list(zip(starts, ends, strict=True))
+
+
+def _pack_into(
+    text: str,
+    start: int,
+    end: int,
+    measure: Measure,
+    budget: int,
+    *,
+    levels: Sequence[Level],
+    starts: list[int],
+    ends: list[int],
+) -> None:
+    """:func:`pack`, appending the spans' starts and ends to ``starts`` and ``ends``.
+
+    The hot loop of every chunker, one iteration per chunk. For a character budget it runs in C when the
+    compiled helper is installed; this loop is the reference it is tested against.
+    """
     pos = skip_space(text, start, end)
     if pos >= end:
-        return spans
-    # The hot loop: bound methods and the whitespace scan held in locals, trimming inlined.
+        return
+    chars = isinstance(measure, CharMeasure)
+    if chars and speedups.native is not None:
+        speedups.native.pack_chars(
+            text, pos, end, budget, _native_levels(levels, text, pos, end), starts, ends
+        )
+        return
     cutters = [level.bind(text, pos, end).last_cut for level in levels]
     forward = measure.forward
     next_text = NON_SPACE.search
+    add_start, add_end = starts.append, ends.append
     while True:
-        limit = forward(pos, budget)
+        limit = pos + budget if chars else forward(pos, budget)
         if limit >= end:
             cut = end
         else:
-            found_cut: int | None = None
             for cutter in cutters:
-                found_cut = cutter(text, pos, limit)
-                if found_cut is not None:
+                found = cutter(text, pos, limit)
+                if found is not None:
+                    cut = found
                     break
-            cut = found_cut if found_cut is not None else max(limit, pos + 1)
+            else:
+                cut = limit if limit > pos else pos + 1
         stop = cut
         while text[stop - 1].isspace():
             stop -= 1
-        spans.append((pos, stop))
-        found = next_text(text, cut, end) if cut < end else None
-        if found is None:
-            return spans
-        pos = found.start()
+        add_start(pos)
+        add_end(stop)
+        if cut >= end:
+            return
+        match = next_text(text, cut, end)
+        if match is None:
+            return
+        pos = match.start()
+
+
+def _native_levels(levels: Sequence[Level], text: str, start: int, end: int) -> list[tuple[Any, ...]]:
+    """``levels`` described for the compiled :func:`_pack_into`: the built-in kinds by name (it has
+    their rules), precomputed cuts as a list, and any other level as its ``last_cut`` to call back."""
+    specs: list[tuple[Any, ...]] = []
+    for level in levels:
+        if isinstance(level, BlankLineLevel):
+            specs.append(("blank_line",))
+        elif isinstance(level, LiteralLevel) and len(level.separator) == 1:
+            specs.append(("char", level.separator))
+        elif isinstance(level, PunctuationLevel):
+            specs.append(("punctuation", level.spaced, level.unspaced))
+        elif isinstance(level, RegexLevel) and level.separator == r"\s":
+            specs.append(("space",))
+        else:
+            bound = level.bind(text, start, end)
+            if isinstance(bound, CutsLevel):
+                specs.append(("cuts", list(bound.cuts)))
+            else:
+                specs.append(("call", bound.last_cut))
+    return specs
 
 
 def fit_pieces(
     text: str, pieces: Sequence[Piece], measure: Measure, budget: int, levels: Sequence[Level]
-) -> list[Piece]:
+) -> Spans:
     """Trim every piece, drop empty ones, and :func:`pack` those over ``budget``."""
-    fitted: list[Piece] = []
+    starts: list[int] = []
+    ends: list[int] = []
+    groups: list[int] = []
     for start, end, group in pieces:
         span = trim(text, start, end)
         if span is None:
             continue
         if measure.size(*span) <= budget:
-            fitted.append((*span, group))
+            starts.append(span[0])
+            ends.append(span[1])
+            groups.append(group)
         else:
-            fitted.extend([(a, b, group) for a, b in pack(text, *span, measure, budget, levels=levels)])
-    return fitted
+            before = len(starts)
+            _pack_into(text, *span, measure, budget, levels=levels, starts=starts, ends=ends)
+            groups.extend([group] * (len(starts) - before))
+    return Spans(starts, ends, groups)
 
 
-def merge_small(pieces: Sequence[Piece], measure: Measure, min_size: int, budget: int) -> list[Piece]:
-    """Merge each piece under ``min_size`` into its neighbour of the same group when the union fits."""
-    merged: list[Piece] = []
-    for start, end, group in pieces:
-        if merged:
-            prev_start, prev_end, prev_group = merged[-1]
+def merge_small(spans: Spans, measure: Measure, min_size: int, budget: int) -> Spans:
+    """Merge each span under ``min_size`` into its neighbour of the same group when the union fits."""
+    merged = Spans([], [], [])
+    for start, end, group in zip(spans.starts, spans.ends, spans.groups, strict=True):
+        if merged.starts:
+            prev_start, prev_end, prev_group = merged.starts[-1], merged.ends[-1], merged.groups[-1]
             small = measure.size(prev_start, prev_end) < min_size or measure.size(start, end) < min_size
             if small and prev_group == group and measure.size(prev_start, end) <= budget:
-                merged[-1] = (prev_start, end, group)
+                merged.ends[-1] = end
                 continue
-        merged.append((start, end, group))
+        merged.starts.append(start)
+        merged.ends.append(end)
+        merged.groups.append(group)
     return merged
 
 
-def add_overlap(
-    text: str, pieces: Sequence[Piece], measure: Measure, overlap: int, snap_to_words: bool
-) -> list[Piece]:
-    """Start each piece up to ``overlap`` units earlier, inside its predecessor of the same group.
+def add_overlap(text: str, spans: Spans, measure: Measure, overlap: int, snap_to_words: bool) -> list[int]:
+    """New starts: each span reaches up to ``overlap`` units back into its predecessor of the same group.
 
-    With ``snap_to_words`` the overlap begins at a word start where the region has one, so a chunk does
-    not open mid-word; the overlap only ever shrinks by snapping.
+    With ``snap_to_words`` the overlap begins at the first word start in its reach (a non-space after
+    whitespace), so a chunk does not open mid-word; inside one long word it begins where the reach
+    does. Without it, at the first non-space. The overlap only ever shrinks by snapping.
     """
-    if not pieces:
+    starts, groups = spans.starts, spans.groups
+    if not starts:
         return []
-    out = [pieces[0]]
-    for (prev_start, _, prev_group), (start, end, group) in pairwise(pieces):
+    chars = isinstance(measure, CharMeasure)
+    if chars and speedups.native is not None:
+        out: list[int] = speedups.native.overlap_chars(text, starts, groups, overlap, snap_to_words)
+        return out
+    backward = measure.backward
+    out = [starts[0]]
+    for prev_start, start, prev_group, group in zip(starts, starts[1:], groups, groups[1:], strict=False):
         if group != prev_group:
-            out.append((start, end, group))
+            out.append(start)
             continue
         # Never reach the predecessor's first character: a chunk must not contain the one before it.
-        reach = max(prev_start + 1, measure.backward(start, overlap))
-        if snap_to_words and reach > 0 and not text[reach - 1].isspace():
-            space = _SPACE_RUN.search(text, reach, start)
-            if space is not None:
-                reach = space.end()
-        out.append((min(skip_space(text, reach, start), start), end, group))
+        reach = max(prev_start + 1, start - overlap if chars else backward(start, overlap))
+        # A chunk's own start is non-space, so the search up to and including it finds a match,
+        # except a word start when the whole reach lies inside one word.
+        if snap_to_words:
+            space = _BEFORE_WORD.search(text, reach - 1, start + 1)
+            out.append(reach if space is None else space.start() + 1)
+        else:
+            out.append(skip_space(text, reach, start))
     return out
 
 
@@ -191,36 +277,41 @@ class CountingMeasure:
                 low = mid + 1
         return low
 
-    def exact_sizes(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+    def exact_sizes(self, starts: Sequence[int], ends: Sequence[int]) -> list[int]:
         """Batch count."""
-        return self._counter.count_batch([self._text[a:b] for a, b in spans])
+        text = self._text
+        return self._counter.count_batch([text[a:b] for a, b in zip(starts, ends, strict=True)])
 
 
 def _enforce_exact(
-    text: str, pieces: list[Piece], measure: Measure, limit: int, levels: Sequence[Level]
-) -> tuple[list[Piece], list[int]]:
-    """Exact sizes of ``pieces``; any piece over ``limit`` is re-packed by exact counting."""
-    sizes = measure.exact_sizes([(a, b) for a, b, _ in pieces])
-    if all(size <= limit for size in sizes):
-        return pieces, sizes
-    out_pieces: list[Piece] = []
+    text: str, spans: Spans, measure: Measure, limit: int, levels: Sequence[Level]
+) -> list[int]:
+    """Exact sizes of ``spans``; any span over ``limit`` is re-packed (in place) by exact counting."""
+    sizes = measure.exact_sizes(spans.starts, spans.ends)
+    if max(sizes, default=0) <= limit:
+        return sizes
+    out = Spans([], [], [])
     out_sizes: list[int] = []
-    for (start, end, group), size in zip(pieces, sizes, strict=True):
+    for start, end, group, size in zip(spans.starts, spans.ends, spans.groups, sizes, strict=True):
         if size <= limit:
-            out_pieces.append((start, end, group))
+            out.starts.append(start)
+            out.ends.append(end)
+            out.groups.append(group)
             out_sizes.append(size)
             continue
         counting = CountingMeasure(text, measure.counter, end)
-        parts = pack(text, start, end, counting, limit, levels=levels)
-        part_sizes = counting.exact_sizes(parts)
+        before = len(out.starts)
+        _pack_into(text, start, end, counting, limit, levels=levels, starts=out.starts, ends=out.ends)
+        part_sizes = counting.exact_sizes(out.starts[before:], out.ends[before:])
         if any(n > limit for n in part_sizes):
             raise ChunkingError(
                 f"cannot fit text at {start}:{end} into {limit} {measure.counter.name} units: "
                 "a single character is larger than the limit"
             )
-        out_pieces.extend((a, b, group) for a, b in parts)
+        out.groups.extend([group] * len(part_sizes))
         out_sizes.extend(part_sizes)
-    return out_pieces, out_sizes
+    spans.starts[:], spans.ends[:], spans.groups[:] = out.starts, out.ends, out.groups
+    return out_sizes
 
 
 def finalize(
@@ -239,16 +330,17 @@ def finalize(
     spans = fit_pieces(text, pieces, measure, budget, levels)
     if limits.min_size:
         spans = merge_small(spans, measure, limits.min_size, budget)
-    spans, sizes = _enforce_exact(text, spans, measure, budget, levels)
+    sizes = _enforce_exact(text, spans, measure, budget, levels)
+    starts, ends = spans.starts, spans.ends
     if limits.overlap:
-        extended = add_overlap(text, spans, measure, limits.overlap, snap_overlap)
-        ext_sizes = measure.exact_sizes([(a, b) for a, b, _ in extended])
-        # Where the exact count of an extended chunk passes the maximum, it keeps no overlap.
-        for i, size in enumerate(ext_sizes):
-            if size <= limits.max_size:
-                spans[i], sizes[i] = extended[i], size
-    builder = ChunkBuilder(doc)
-    return [
-        builder.build(start, end, size, context(start, end) if context else "")
-        for (start, end, _), size in zip(spans, sizes, strict=True)
-    ]
+        reached = add_overlap(text, spans, measure, limits.overlap, snap_overlap)
+        reached_sizes = measure.exact_sizes(reached, ends)
+        if max(reached_sizes, default=0) <= limits.max_size:
+            starts, sizes = reached, reached_sizes
+        else:
+            # Where the exact count of an extended chunk passes the maximum, it keeps no overlap.
+            for i, size in enumerate(reached_sizes):
+                if size <= limits.max_size:
+                    starts[i], sizes[i] = reached[i], size
+    contexts = [context(a, b) for a, b in zip(starts, ends, strict=True)] if context else None
+    return ChunkBuilder(doc).build_all(starts, ends, sizes, contexts)

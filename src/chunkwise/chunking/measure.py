@@ -16,6 +16,7 @@ Whatever the measure, :meth:`Measure.exact_sizes` is the number the hard limit i
 from __future__ import annotations
 
 import bisect
+import operator
 import re
 import unicodedata
 from collections.abc import Sequence
@@ -24,7 +25,7 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from chunkwise.chunking.tokens import WORD_SEPARATORS, CharCounter, Offsets, TokenCounter
+from chunkwise.chunking.tokens import WORD_SEPARATORS, CharCounter, CodeRanges, Offsets, TokenCounter
 
 
 class Measure(Protocol):
@@ -47,8 +48,8 @@ class Measure(Protocol):
         """The smallest ``start`` such that ``size(start, end) <= budget`` (at least 0)."""
         ...
 
-    def exact_sizes(self, spans: Sequence[tuple[int, int]]) -> list[int]:
-        """The exact size of each span's text under :attr:`counter`."""
+    def exact_sizes(self, starts: Sequence[int], ends: Sequence[int]) -> list[int]:
+        """The exact size of each span ``text[starts[i]:ends[i]]`` under :attr:`counter`."""
         ...
 
 
@@ -76,9 +77,9 @@ class CharMeasure:
         """``end - budget``, clipped to the text."""
         return max(0, end - budget)
 
-    def exact_sizes(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+    def exact_sizes(self, starts: Sequence[int], ends: Sequence[int]) -> list[int]:
         """Span lengths."""
-        return [end - start for start, end in spans]
+        return list(map(operator.sub, ends, starts))
 
 
 class TokenMeasure:
@@ -119,9 +120,10 @@ class TokenMeasure:
             return 0
         return min(end, int(self._ends[first_out]))
 
-    def exact_sizes(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+    def exact_sizes(self, starts: Sequence[int], ends: Sequence[int]) -> list[int]:
         """Every span's text counted again (the counter gives no additivity to rely on)."""
-        return self._counter.count_batch([self._text[a:b] for a, b in spans])
+        text = self._text
+        return self._counter.count_batch([text[a:b] for a, b in zip(starts, ends, strict=True)])
 
 
 class RunTokenMeasure:
@@ -132,24 +134,45 @@ class RunTokenMeasure:
     starts and ends between runs in O(log n). Positions inside a run use that run's own token offsets,
     computed on demand. Exact sizes decompose a span into its whole runs plus at most two partial runs,
     so no chunk's text is ever tokenised in full.
+
+    A character the counter always makes one token of its own (:attr:`TokenCounter.isolated`, such as
+    a Chinese character for BERT) is a run by itself and counts one without being tokenised, so text
+    without spaces (Chinese, Japanese) is measured without tokenising long runs again and again.
     """
 
     def __init__(self, text: str, counter: TokenCounter) -> None:
         self._text = text
         self._counter = counter
-        separator = _separator_mask(text, counter.separators)
-        edges = np.flatnonzero(np.diff(np.concatenate(([True], separator, [True])).astype(np.int8)))
-        self._starts: Offsets = edges[0::2].astype(np.int64)
-        self._ends: Offsets = edges[1::2].astype(np.int64)
         self._cache: dict[str, int] = {}
-        words = text.split() if _splits_like_python(text, counter.separators) else []
-        if len(words) != len(self._starts):
-            spans = zip(self._starts.tolist(), self._ends.tolist(), strict=True)
-            words = [text[a:b] for a, b in spans]
-        counts = self._counts(words)
-        self._cum: Offsets = np.concatenate(([0], np.cumsum(np.asarray(counts, dtype=np.int64))))
         self._offsets: dict[str, tuple[list[int], list[int]]] = {}
         self._run_cache: dict[int, tuple[list[int], list[int]]] = {}
+        codes = np.frombuffer(text.encode("utf-32-le", "surrogatepass"), dtype=np.uint32)
+        separator = _separator_mask(codes, counter.separators)
+        isolated = _range_mask(codes, counter.isolated)
+        if isolated is None:
+            edges = np.flatnonzero(np.diff(np.concatenate(([True], separator, [True])).astype(np.int8)))
+            self._starts: Offsets = edges[0::2].astype(np.int64)
+            self._ends: Offsets = edges[1::2].astype(np.int64)
+            words = text.split() if _splits_like_python(text, counter.separators) else []
+            if len(words) != len(self._starts):
+                words = self._texts(self._starts, self._ends)
+            counts = np.asarray(self._counts(words), dtype=np.int64)
+        else:
+            # A run starts after a separator or an isolated character, or at one; it ends likewise.
+            breaks = separator | isolated
+            before = np.concatenate(([True], breaks[:-1])) | isolated
+            after = np.concatenate((breaks[1:], [True])) | isolated
+            self._starts = np.flatnonzero(~separator & before).astype(np.int64)
+            self._ends = np.flatnonzero(~separator & after).astype(np.int64) + 1
+            counts = np.ones(len(self._starts), dtype=np.int64)
+            plain = np.flatnonzero(~isolated[self._starts])
+            counts[plain] = self._counts(self._texts(self._starts[plain], self._ends[plain]))
+        self._cum: Offsets = np.concatenate(([0], np.cumsum(counts)))
+
+    def _texts(self, starts: Offsets, ends: Offsets) -> list[str]:
+        """The texts of the runs ``[starts[i], ends[i])``."""
+        text = self._text
+        return [text[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
     @property
     def counter(self) -> TokenCounter:
@@ -258,12 +281,12 @@ class RunTokenMeasure:
             return 0
         return min(end, self._token_end(first_out))
 
-    def exact_sizes(self, spans: Sequence[tuple[int, int]]) -> list[int]:
+    def exact_sizes(self, starts: Sequence[int], ends: Sequence[int]) -> list[int]:
         """Whole runs from the prefix sum, plus the counts of at most two partial runs per span."""
         text = self._text
         parts: list[str] = []
         plan: list[tuple[int, int, int]] = []  # (whole-run tokens, first part index, part count)
-        for start, end in spans:
+        for start, end in zip(starts, ends, strict=True):
             first = self._run_at(start)
             last = int(np.searchsorted(self._starts, end, side="left")) - 1
             first_part = len(parts)
@@ -296,12 +319,30 @@ def _splits_like_python(text: str, separators: frozenset[str]) -> bool:
     return separators == WORD_SEPARATORS and _OTHER_PYTHON_SPACE.search(text) is None
 
 
-def _separator_mask(text: str, separators: frozenset[str]) -> npt.NDArray[np.bool_]:
-    """A boolean array, true where ``text`` has one of ``separators`` (all in the BMP)."""
-    codes = np.frombuffer(text.encode("utf-32-le"), dtype=np.uint32)
+def _separator_mask(codes: npt.NDArray[np.uint32], separators: frozenset[str]) -> npt.NDArray[np.bool_]:
+    """A boolean array, true where the code points ``codes`` are one of ``separators`` (all in the BMP)."""
     table = np.zeros(0x10000, dtype=np.bool_)
     table[[ord(c) for c in separators]] = True
     return np.where(codes < 0x10000, table[np.minimum(codes, 0xFFFF)], False)
+
+
+def _range_mask(codes: npt.NDArray[np.uint32], ranges: CodeRanges) -> npt.NDArray[np.bool_] | None:
+    """A boolean array, true where ``codes`` fall in one of ``ranges``; ``None`` if none does.
+
+    Only code points from the lowest range bound on are tested: in most texts they are few.
+    """
+    if not ranges:
+        return None
+    candidates = np.flatnonzero(codes >= min(low for low, _ in ranges))
+    values = codes[candidates]
+    inside = np.zeros(len(values), dtype=np.bool_)
+    for low, high in ranges:
+        inside |= (values >= low) & (values <= high)
+    if not inside.any():
+        return None
+    mask = np.zeros(len(codes), dtype=np.bool_)
+    mask[candidates[inside]] = True
+    return mask
 
 
 def measure_for(text: str, counter: TokenCounter) -> Measure:

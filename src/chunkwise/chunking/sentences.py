@@ -55,7 +55,6 @@ _LAST_BREAKS = (
     re.compile(r"(?s:.*)\n[^\S\n]*\n"),
     re.compile(r"(?s:.*)\n(?=[^\S\n]*(?:[-*+] |\d+[.)] |#|\||> ))"),
 )
-_WORD_BEFORE = re.compile(r"(\S+)$")
 _NON_SPACE = re.compile(r"\S")
 
 
@@ -71,14 +70,24 @@ def _is_false_stop(text: str, match: re.Match[str]) -> bool:
     if punct.startswith(("..", "…")):
         nxt = _NON_SPACE.search(text, match.end())
         return nxt is not None and text[nxt.start()].islower()
-    word_match = _WORD_BEFORE.search(text, max(0, match.start() - 24), match.start())
-    if word_match is None:
+    # The word ending at the mark (up to 24 characters back); none if whitespace precedes the mark.
+    window = text[max(0, match.start() - 24) : match.start()]
+    if not window or window[-1].isspace():
         return False
-    word = word_match.group(1).lstrip("\"'“‘([").lower()
+    raw = window.rsplit(None, 1)[-1]
+    word = raw.lstrip("\"'“‘([").lower()
     if word.isdigit():  # "3." opening a line is a list number, not the end of a sentence
-        line_start = text.rfind("\n", 0, word_match.start(1)) + 1
-        return not text[line_start : word_match.start(1)].strip()
+        return _opens_line(text, match.start() - len(raw))
     return word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())
+
+
+def _opens_line(text: str, pos: int) -> bool:
+    """Whether only whitespace stands between the line start and ``pos`` (a walk back, not a search
+    from the text start: a text without line breaks would make that quadratic)."""
+    i = pos - 1
+    while i >= 0 and text[i] != "\n" and text[i].isspace():
+        i -= 1
+    return i < 0 or text[i] == "\n"
 
 
 def _cut_at(text: str, match: re.Match[str]) -> int | None:

@@ -65,6 +65,16 @@ class TokenCounter(Protocol):
         """
         ...
 
+    @property
+    def isolated(self) -> CodeRanges:
+        """Code point ranges of characters that are always exactly one token, on their own.
+
+        Counts add up on both sides of such a character as at a separator, and it counts one, so a
+        run of them needs no tokenising at all: BERT's tokenizers set every Chinese character apart.
+        Empty when the counter has no such characters (or no :attr:`separators`).
+        """
+        ...
+
 
 class CharCounter:
     """Sizes in characters (Python ``str`` code points)."""
@@ -89,6 +99,11 @@ class CharCounter:
         """Character counts add up everywhere; whitespace is listed for uniformity."""
         return WORD_SEPARATORS
 
+    @property
+    def isolated(self) -> CodeRanges:
+        """None needed: a character is one character."""
+        return ()
+
 
 #: Whitespace that every word-splitting pre-tokenizer splits at and no normaliser removes: tab, line
 #: feed, carriage return and the Unicode space separators (category Zs). Not the other control
@@ -96,6 +111,24 @@ class CharCounter:
 #: joins the words around them.
 WORD_SEPARATORS: frozenset[str] = frozenset(
     "\t\n\r \xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a\u202f\u205f\u3000"
+)
+
+#: Inclusive code point ranges.
+CodeRanges = tuple[tuple[int, int], ...]
+
+#: What a BERT normaliser with ``handle_chinese_chars`` surrounds with spaces, as the tokenizers
+#: library defines it (the CJK unified ideograph blocks and extensions, compatibility ideographs):
+#: each such character becomes a word of its own, and a one-character word is one token (itself or
+#: ``[UNK]``). ``tests/chunking`` checks these bounds against the bundled tokenizer.
+CHINESE_CHARACTERS: CodeRanges = (
+    (0x3400, 0x4DBF),
+    (0x4E00, 0x9FFF),
+    (0xF900, 0xFAFF),
+    (0x20000, 0x2A6DF),
+    (0x2A700, 0x2B73F),
+    (0x2B740, 0x2B81F),
+    (0x2B920, 0x2CEAF),
+    (0x2F800, 0x2FA1F),
 )
 
 #: Pre-tokenizers that cut words at whitespace and tokenise each word on its own.
@@ -128,6 +161,8 @@ class HFTokenCounter:
             and type(tokenizer.normalizer).__name__ in _WORD_KEEPING
         )
         self._separators = WORD_SEPARATORS if additive else frozenset()
+        chinese = additive and bool(getattr(tokenizer.normalizer, "handle_chinese_chars", False))
+        self._isolated = CHINESE_CHARACTERS if chinese else ()
 
     @property
     def name(self) -> str:
@@ -161,6 +196,11 @@ class HFTokenCounter:
     def separators(self) -> frozenset[str]:
         """:data:`WORD_SEPARATORS` for word-splitting tokenizers (WordPiece), else none."""
         return self._separators
+
+    @property
+    def isolated(self) -> CodeRanges:
+        """:data:`CHINESE_CHARACTERS` where a BERT normaliser sets them apart, else none."""
+        return self._isolated
 
 
 class TiktokenCounter:
@@ -207,6 +247,11 @@ class TiktokenCounter:
     def separators(self) -> frozenset[str]:
         """None: byte-level BPE attaches spaces to words, so counts do not add up."""
         return frozenset()
+
+    @property
+    def isolated(self) -> CodeRanges:
+        """None: byte-level BPE merges across characters."""
+        return ()
 
 
 def _block_starts(text: str) -> list[int]:

@@ -33,6 +33,7 @@ from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
 from chunkwise.models.context import Models
 from chunkwise.models.protocols import Vectors, embedder_version
+from chunkwise.parsing.limits import ParseLimits
 from chunkwise.store.protocol import Store
 
 
@@ -80,14 +81,15 @@ class IngestPipeline:
     def add_files(self, paths: Sequence[str | Path], on_progress: ProgressFn | None = None) -> IngestReport:
         """Parse and ingest files (directories are searched for supported files)."""
         files = expand_paths(paths)
-        return self.run((parse_one(file) for file in files), len(files), on_progress)
+        limits = self.config.limits.parse_limits()
+        return self.run((parse_one(file, limits) for file in files), len(files), on_progress)
 
     def add_bytes(
         self, files: Sequence[tuple[str, bytes]], on_progress: ProgressFn | None = None
     ) -> IngestReport:
         """Parse and ingest in-memory files, each a ``(name, content)`` pair: the name is the document
         id and, by its extension, the format hint (files uploaded to a server come this way)."""
-        return self.run(_parsed_bytes(files), len(files), on_progress)
+        return self.run(_parsed_bytes(files, self.config.limits.parse_limits()), len(files), on_progress)
 
     def add_documents(self, docs: Sequence[Document], on_progress: ProgressFn | None = None) -> IngestReport:
         """Ingest already-parsed documents (evaluation data sets come this way)."""
@@ -132,7 +134,7 @@ class IngestPipeline:
     def prepare(self, doc: Document) -> Prepared:
         """Chunk ``doc`` and build each chunk's header (the chunk's own context, such as a table's header
         row, comes after the document header)."""
-        chunks = chunk_within(self.chunker, doc)
+        chunks = chunk_within(self.chunker, doc, self.config.limits.max_chunks)
         context = self.headers.document_context(doc) if self.headers else None
         headers = []
         for chunk in chunks:
@@ -232,19 +234,19 @@ def chunk_texts(items: Sequence[Prepared]) -> list[str]:
     return [contextual_text(h, c.text) for p in items for c, h in zip(p.chunks, p.headers, strict=True)]
 
 
-def parse_one(file: Path) -> Document | Failure:
-    """``file`` parsed, or the reason it could not be."""
+def parse_one(file: Path, limits: ParseLimits) -> Document | Failure:
+    """``file`` parsed within ``limits``, or the reason it could not be."""
     from chunkwise.parsing import parse_file
 
-    return _attempt(str(file), partial(parse_file, file))
+    return _attempt(str(file), partial(parse_file, file, limits=limits))
 
 
-def _parsed_bytes(files: Sequence[tuple[str, bytes]]) -> Iterator[Document | Failure]:
-    """Each in-memory file parsed, or the reason it could not be."""
+def _parsed_bytes(files: Sequence[tuple[str, bytes]], limits: ParseLimits) -> Iterator[Document | Failure]:
+    """Each in-memory file parsed within ``limits``, or the reason it could not be."""
     from chunkwise.parsing import parse_bytes
 
     for name, data in files:
-        yield _attempt(name, partial(parse_bytes, data, name))
+        yield _attempt(name, partial(parse_bytes, data, name, limits=limits))
 
 
 def _attempt(source: str, parse: Callable[[], Document]) -> Document | Failure:

@@ -126,7 +126,7 @@ def _pipeline(job: Job) -> IngestPipeline:
 def prepare_row(row: dict[str, Any], job: Job) -> dict[str, Any]:
     """Task: parse, skip-check and prepare one file (a failure becomes the file's outcome)."""
     pipeline = _pipeline(job)
-    item = parse_one(Path(row["path"]))
+    item = parse_one(Path(row["path"]), job.config.limits.parse_limits())
     if isinstance(item, Failure):
         outcome = Outcome(item.source, "failed", item.reason)
     elif pipeline.unchanged(item, job.fingerprint):
