@@ -17,7 +17,7 @@ from chunkwise.store import StoreSettings
 from chunkwise.store.dense import DenseIndex
 from chunkwise.store.sqlite import SQLiteStore, fts_query
 from tests.support.documents import doc_from_markdown_lines
-from tests.support.store import DOC, put, unit_vectors
+from tests.support.store import DOC, put, requires_usearch, unit_vectors
 
 
 def test_round_trip_and_consistency(tmp_path):
@@ -100,8 +100,8 @@ def test_dense_exact_matches_numpy(tmp_path):
         assert store.dense_method() == "exact"
 
 
+@requires_usearch
 def test_hnsw_recall_at_10(tmp_path):
-    pytest.importorskip("usearch")
     rng = np.random.default_rng(1)
     centres = rng.normal(size=(50, 32))
     data = (centres[rng.integers(0, 50, 5000)] + 0.3 * rng.normal(size=(5000, 32))).astype(np.float32)
@@ -258,3 +258,25 @@ def test_schema_1_is_upgraded_and_a_newer_schema_refused(tmp_path):
         store.set_meta("schema_version", "3")
     with pytest.raises(SchemaVersionError, match="schema 3 is newer than the supported 2"):
         SQLiteStore(tmp_path / "kb")
+
+
+GRAPH_THEN_ONNX = """
+import numpy as np
+from pathlib import Path
+import sys
+from chunkwise.store.dense import DenseIndex
+
+data = np.eye(4, dtype=np.float32)
+index = DenseIndex(np.arange(1, 5, dtype=np.int64), data, generation=1, directory=Path(sys.argv[1]))
+assert index.search(data[0], 1, approximate=True)[0][0] == 1
+import onnxruntime  # the order that crashed: usearch loaded first
+print("ok")
+"""
+
+
+@requires_usearch
+def test_an_hnsw_graph_opened_before_the_onnx_embedder_does_not_crash(tmp_path):
+    command = [sys.executable, "-c", GRAPH_THEN_ONNX, str(tmp_path)]
+    done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "ok"

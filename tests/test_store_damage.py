@@ -25,6 +25,7 @@ from tests.support.store import (
     overwrite,
     put,
     read_only_directory,
+    requires_usearch,
     unit_vectors,
 )
 
@@ -289,8 +290,8 @@ def test_a_corrupted_bm25s_index_is_found_rebuilt_and_repaired(kb):
         assert store.check() == []
 
 
+@requires_usearch
 def test_a_truncated_hnsw_graph_is_rebuilt_not_loaded(kb):
-    pytest.importorskip("usearch")
     settings = StoreSettings(hnsw_threshold=1)
     query = unit_vectors(1, seed=3)[0]
     with SQLiteStore(kb, settings) as store:

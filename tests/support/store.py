@@ -3,6 +3,7 @@ a store (no model involved), and the damage the hardening tests inject into a kn
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import stat
 import subprocess
@@ -23,6 +24,12 @@ DOC = doc_from_markdown_lines(
     "guide.md",
     "# Travel guide\nChecked bags may weigh up to 23 kg.\n## Pets\nSmall pets travel in the cabin.\n"
     "## Refunds\nRefunds take seven working days.",
+)
+
+#: usearch's HNSW tests. A marker, not ``pytest.importorskip``: importing usearch before onnxruntime
+#: crashes the process when onnxruntime loads (see ``chunkwise.store.dense._usearch_index``).
+requires_usearch = pytest.mark.skipif(
+    importlib.util.find_spec("usearch") is None, reason="usearch not installed"
 )
 
 

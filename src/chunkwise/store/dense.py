@@ -10,6 +10,7 @@ against the exact search is measured in the tests and in ``bench/pipeline_latenc
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from pathlib import Path
 from typing import Any
@@ -79,12 +80,11 @@ class DenseIndex:
         built from the vectors (and saved, unless the store is read-only)."""
         if self._hnsw is not None:
             return self._hnsw
-        try:
-            from usearch.index import Index
-        except ImportError:
-            raise ConfigError("HNSW search needs usearch: pip install 'chunkwise[hnsw]'") from None
+        index_class = _usearch_index()
         path, stamp = self.directory / GRAPH, self.directory / STAMP
-        index = Index(ndim=self.matrix.shape[1], metric="cos", dtype="f32", expansion_search=EXPANSION_SEARCH)
+        index = index_class(
+            ndim=self.matrix.shape[1], metric="cos", dtype="f32", expansion_search=EXPANSION_SEARCH
+        )
         if stamp_state(stamp, self.generation, self.keys, path).usable:
             index.load(str(path))
         else:
@@ -96,3 +96,20 @@ class DenseIndex:
                 write_stamp(stamp, self.generation, self.keys, path)
         self._hnsw = index
         return index
+
+
+def _usearch_index() -> Any:
+    """usearch's ``Index`` class, with onnxruntime (when installed) loaded first.
+
+    With usearch 2.26 and onnxruntime 1.32 on Linux, loading onnxruntime's native module after usearch's
+    kills the process with a segmentation fault, while the other order works. A process that opens a
+    large store's HNSW graph before its first ONNX embedding (a server, a search that embeds the query
+    after loading the index) would crash, so onnxruntime goes first.
+    """
+    if importlib.util.find_spec("onnxruntime") is not None:
+        import onnxruntime  # noqa: F401  (see the docstring: the load order matters)
+    try:
+        from usearch.index import Index
+    except ImportError:
+        raise ConfigError("HNSW search needs usearch: pip install 'chunkwise[hnsw]'") from None
+    return Index
