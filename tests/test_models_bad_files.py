@@ -17,6 +17,7 @@ from chunkwise.models.e5_embedder import MODEL_FILE, E5Embedder
 from chunkwise.models.onnx_embedder import BGE_SMALL, OnnxEmbedder
 from chunkwise.parsing.text import text_document
 from chunkwise.store.sqlite import SQLiteStore
+from tests.support.store import assert_embedder_recorded_and_checked
 
 pytestmark = pytest.mark.slow
 
@@ -80,22 +81,7 @@ def test_truncated_e5_weights_are_refused_before_the_engine_reads_them(tmp_path:
 
 def test_store_records_name_dimension_and_version(tmp_path: Path) -> None:
     with SQLiteStore(tmp_path / "kb") as store:
-        store.check_embedder("local:a", 8, "pkg==1.0", record=False)
-        assert store.meta("embedder") is None  # a search records nothing
-        store.check_embedder("local:a", 8, "pkg==1.0")
-        assert (store.meta("embedder"), store.meta("dim"), store.meta("embedder_version")) == (
-            "local:a",
-            "8",
-            "pkg==1.0",
-        )
-        store.check_embedder("local:a", 8, "pkg==1.0", record=False)
-        for name, dim, version in (
-            ("local:b", 8, "pkg==1.0"),
-            ("local:a", 16, "pkg==1.0"),
-            ("local:a", 8, ""),
-        ):
-            with pytest.raises(ConfigError, match=r"built with embedder 'local:a' \(8-d, pkg==1.0\)"):
-                store.check_embedder(name, dim, version, record=False)
+        assert_embedder_recorded_and_checked(store)
     with SQLiteStore(tmp_path / "kb", read_only=True) as store:  # a search on a read-only store checks
         store.check_embedder("local:a", 8, "pkg==1.0", record=False)
         with pytest.raises(ConfigError, match="built with embedder"):

@@ -37,7 +37,7 @@ from tests.support.documents import format_docs
 from tests.support.fakes import HashEmbedder
 from tests.support.postgres import APP_PASSWORD
 from tests.support.server import running_app
-from tests.support.store import DOC, put
+from tests.support.store import DOC, assert_embedder_recorded_and_checked, put
 
 pytest.importorskip("psycopg")
 
@@ -254,23 +254,8 @@ def test_embedder_name_dimension_and_version_are_recorded_and_checked(pg_url, pg
     another name, dimension or recorded version is refused; a store recorded without a version is
     checked by name and dimension."""
     with open_store(pg_url) as store:
-        store.check_embedder("local:a", 8, "pkg==1.0", record=False)
-        assert store.meta("embedder") is None  # a search records nothing
-        assert store.dense(np.ones(8, dtype=np.float32), 3) == []  # and creates no vector table
-        store.check_embedder("local:a", 8, "pkg==1.0")
-        assert (store.meta("embedder"), store.meta("dim"), store.meta("embedder_version")) == (
-            "local:a",
-            "8",
-            "pkg==1.0",
-        )
-        store.check_embedder("local:a", 8, "pkg==1.0", record=False)
-        for name, dim, version in (
-            ("local:b", 8, "pkg==1.0"),
-            ("local:a", 16, "pkg==1.0"),
-            ("local:a", 8, ""),
-        ):
-            with pytest.raises(ConfigError, match=r"built with embedder 'local:a' \(8-d, pkg==1.0\)"):
-                store.check_embedder(name, dim, version, record=False)
+        assert store.dense(np.ones(8, dtype=np.float32), 3) == []  # no vector table before a record
+        assert_embedder_recorded_and_checked(store)
     with open_store(pg_url, read_only=True) as store:  # a search on a read-only store checks
         store.check_embedder("local:a", 8, "pkg==1.0", record=False)
         with pytest.raises(ConfigError, match="built with embedder"):

@@ -17,6 +17,7 @@ import pytest
 
 from chunkwise.chunking.chunk import Chunk, make_chunk
 from chunkwise.document import Document
+from chunkwise.errors import ConfigError
 from chunkwise.store.protocol import Store
 from tests.support.documents import doc_from_markdown_lines
 
@@ -121,3 +122,21 @@ def leave_log(kb: Path, documents: int) -> Path:
         [sys.executable, "-c", _LOG_WRITER, str(kb), str(documents)], check=True, env=env, cwd=root
     )
     return kb / "kb.sqlite-wal"
+
+
+def assert_embedder_recorded_and_checked(store: Store) -> None:
+    """The embedder contract of every store, on an empty writable ``store``: a search
+    (``record=False``) records nothing, an ingest records name, dimension and version, and another
+    name, dimension or version is then refused, naming what built the vectors."""
+    store.check_embedder("local:a", 8, "pkg==1.0", record=False)
+    assert store.meta("embedder") is None
+    store.check_embedder("local:a", 8, "pkg==1.0")
+    assert (store.meta("embedder"), store.meta("dim"), store.meta("embedder_version")) == (
+        "local:a",
+        "8",
+        "pkg==1.0",
+    )
+    store.check_embedder("local:a", 8, "pkg==1.0", record=False)
+    for name, dim, version in (("local:b", 8, "pkg==1.0"), ("local:a", 16, "pkg==1.0"), ("local:a", 8, "")):
+        with pytest.raises(ConfigError, match=r"built with embedder 'local:a' \(8-d, pkg==1.0\)"):
+            store.check_embedder(name, dim, version, record=False)
