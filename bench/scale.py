@@ -15,8 +15,11 @@ the Chroma corpora, clustered 384-d unit vectors; the same chunks in both stores
 Chroma questions through the default configuration with redundancy removal on, as the default had it
 when the results were recorded (BM25 + dense + fusion + redundancy; the query vector precomputed, so
 embedding is excluded): p50/p95 per stage, SQLite (FTS5 or the bm25s sidecar, exact or usearch HNSW, as
-the thresholds pick) against PostgreSQL (BM25 over the postings table, pgvector exact or HNSW). Also
-PostgreSQL's write rate and table sizes, and its HNSW recall@10 against its exact search.
+the thresholds pick) against PostgreSQL (BM25 in SQL over the postings table or, at or above the same
+``bm25s_threshold``, over the postings in memory; pgvector exact or HNSW). Also PostgreSQL's write rate
+and table sizes, its HNSW recall@10 against its exact search, the first BM25 search (which builds the
+in-memory postings) and BM25 right after another writer replaced a document. ``--stores postgres``
+fills and queries PostgreSQL alone (the SQLite rows of an earlier run stay in the results).
 
 Part ``million``: 1M clustered 384-d vectors copied into a pgvector table, an HNSW index built (m=16,
 ef_construction=64, two maintenance workers, a 20-minute statement timeout), then recall@10 against
@@ -24,6 +27,7 @@ exact search and p50/p95 at ``ef_search`` 100.
 
     .venv/bin/python bench/scale.py                        # all parts; JSON + Markdown tables
     .venv/bin/python bench/scale.py --parts scale --sizes 10000
+    .venv/bin/python bench/scale.py --parts scale --stores postgres   # PostgreSQL latency alone
 """
 
 from __future__ import annotations
@@ -120,32 +124,39 @@ def vacuum(url: str, schema: str) -> None:
             conn.execute(f'VACUUM ANALYZE "{schema}"."{table}"')
 
 
-def scale_part(workdir: Path, url: str, n: int, queries: list[str], words: np.ndarray) -> dict[str, Any]:
-    """The same ``n`` synthetic chunks in SQLite and PostgreSQL, queried alike."""
+def scale_part(
+    workdir: Path, url: str, n: int, queries: list[str], words: np.ndarray, *, stores: list[str]
+) -> dict[str, Any]:
+    """The same ``n`` synthetic chunks in SQLite and PostgreSQL (or those of ``stores``), queried alike."""
     schema = f"synthetic_{n}"
     pg_url = f"{url}&schema={schema}"
-    sqlite = SQLiteStore(workdir / schema, StoreSettings(hnsw_threshold=10**9, bm25s_threshold=None))
-    _, sqlite_write_s = fill_synthetic(sqlite, n, words, np.random.default_rng(n))
-    sqlite.close()
+    row: dict[str, Any] = {"chunks": n}
+    if "sqlite" in stores:
+        sqlite = SQLiteStore(workdir / schema, StoreSettings(hnsw_threshold=10**9, bm25s_threshold=None))
+        _, sqlite_write_s = fill_synthetic(sqlite, n, words, np.random.default_rng(n))
+        sqlite.close()
+        row["sqlite_write_chunks_per_s"] = n / sqlite_write_s
     with open_store(pg_url) as store:
         _, pg_write_s = fill_synthetic(store, n, words, np.random.default_rng(n))
     vacuum(url, schema)
-    row: dict[str, Any] = {
-        "chunks": n,
-        "sqlite_write_chunks_per_s": n / sqlite_write_s,
-        "postgres_write_chunks_per_s": n / pg_write_s,
-        "postgres_mb": relation_sizes(url, schema),
-    }
+    row["postgres_write_chunks_per_s"] = n / pg_write_s
+    row["postgres_mb"] = relation_sizes(url, schema)
     qvecs = clustered_vectors(len(queries), np.random.default_rng(n + 1))
     config = from_dict({"redundancy": {"enabled": True}})
     for name, location in (("sqlite", str(workdir / schema)), ("postgres", pg_url)):
+        if name not in stores:
+            continue
         models = Models(config.models, embedder=FixedQueryEmbedder(qvecs[0]))
         with KnowledgeBase(location, config, models=models) as kb:
+            first_bm25_s = timed(lambda: kb.store.bm25(queries[0], 50), 1)[0]  # loads or builds its index
             row[name] = {
                 "dense_method": kb.store.dense_method(),
+                "first_bm25_ms": first_bm25_s * 1000,
                 "latency": query_latency(kb, queries),
                 "bm25_alone": summary(timed_each(lambda q: kb.store.bm25(q, 50), queries)),
             }
+            if name == "postgres":
+                row[name]["bm25_after_a_write"] = summary(bm25_after_writes(pg_url, kb, queries, words))
     with open_store(pg_url, StoreSettings(hnsw_threshold=1)) as store:
         hnsw = timed_each(lambda v: store.dense(v, 50), list(qvecs))
         approximate = [{k for k, _ in store.dense(v, 10)} for v in qvecs]
@@ -158,6 +169,18 @@ def scale_part(workdir: Path, url: str, n: int, queries: list[str], words: np.nd
     }
     row["postgres_exact"] = summary(exact_times)
     return row
+
+
+def bm25_after_writes(url: str, kb: KnowledgeBase, queries: list[str], words: np.ndarray) -> list[float]:
+    """Seconds of a BM25 search right after another connection replaced a 100-chunk document, ten
+    times: what an ingest running beside the searches costs them (PostgreSQL's in-memory postings
+    follow the store by chunk key)."""
+    seconds = []
+    with open_store(url) as writer:
+        for i in range(10):
+            fill_synthetic(writer, 100, words, np.random.default_rng(10**6 + i))
+            seconds.append(timed(lambda i=i: kb.store.bm25(queries[i], 50), 1)[0])
+    return seconds
 
 
 def timed_each(fn: Any, items: list[Any]) -> list[float]:
@@ -250,6 +273,8 @@ def markdown(result: dict[str, Any]) -> str:
         ]
         for row in result["scale"]:
             for name in ("sqlite", "postgres"):
+                if name not in row:
+                    continue
                 latency = row[name]["latency"]
                 cells = [f"{latency[s]['p50_ms']:.1f} / {latency[s]['p95_ms']:.1f}" for s in STAGES]
                 lines.append(
@@ -266,9 +291,20 @@ def markdown(result: dict[str, Any]) -> str:
             sizes = ", ".join(f"{k} {v:.0f}" for k, v in sorted(row["postgres_mb"].items()))
             lines.append(
                 f"| {row['chunks']} | {row['postgres_write_chunks_per_s']:.0f} "
-                f"| {row['sqlite_write_chunks_per_s']:.0f} | {hnsw['p50_ms']:.1f} / {hnsw['p95_ms']:.1f} "
+                f"| {row.get('sqlite_write_chunks_per_s', float('nan')):.0f} "
+                f"| {hnsw['p50_ms']:.1f} / {hnsw['p95_ms']:.1f} "
                 f"| {hnsw['recall@10']:.3f} | {row['postgres_exact']['p50_ms']:.1f} | {sizes} |"
             )
+        for row in result["scale"]:
+            pg = row.get("postgres", {})
+            if "bm25_after_a_write" in pg:
+                after = pg["bm25_after_a_write"]
+                lines.append(
+                    f"PostgreSQL BM25 at {row['chunks']} chunks: first search {pg['first_bm25_ms']:.0f} ms "
+                    f"(above the threshold it builds the in-memory postings), right after another "
+                    f"writer replaced a 100-chunk document {after['p50_ms']:.1f} / {after['p95_ms']:.1f} ms "
+                    "p50 / p95."
+                )
         lines.append("")
     if "million" in result:
         m = result["million"]
@@ -293,6 +329,9 @@ def main() -> None:
     parser.add_argument("--files", type=int, default=60, help="Markdown files for the ingest part")
     parser.add_argument("--sizes", type=int, nargs="*", default=[10_000, 100_000])
     parser.add_argument("--queries", type=int, default=100)
+    parser.add_argument(
+        "--stores", nargs="*", default=["sqlite", "postgres"], help="stores the scale part fills and queries"
+    )
     parser.add_argument("--million", type=int, default=1_000_000, help="vectors for the HNSW part")
     add_data_option(parser)
     args = parser.parse_args()
@@ -312,7 +351,9 @@ def main() -> None:
             corpus = {d["doc_id"]: d["text"] for d in read_jsonl(args.data / "chroma" / "corpus.jsonl")}
             words = np.array(" ".join(corpus.values()).split())
             queries = [q["query"] for q in read_jsonl(args.data / "chroma" / "queries.jsonl")][: args.queries]
-            result["scale"] = [scale_part(workdir, url, n, queries, words) for n in args.sizes]
+            fresh = [scale_part(workdir, url, n, queries, words, stores=args.stores) for n in args.sizes]
+            earlier = {row["chunks"]: row for row in result.get("scale", [])}  # kept for stores not rerun
+            result["scale"] = [{**earlier.get(row["chunks"], {}), **row} for row in fresh]
             result["scale_load_average"] = os.getloadavg()
         if "million" in args.parts:
             result["million"] = million_part(url, args.million, 50)

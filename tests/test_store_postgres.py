@@ -31,6 +31,7 @@ from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from chunkwise.server import create_app
 from chunkwise.store import StoreSettings, open_store
+from chunkwise.store.pg_lexical import MAX_SEGMENTS
 from chunkwise.store.pgurl import parse
 from tests.support.cli import run_chunkwise
 from tests.support.documents import format_docs
@@ -135,6 +136,97 @@ def test_both_stores_rank_alike(twin_stores, data_dir, embedder):
             for kb in twin_stores
         ]
         assert hits[0] == hits[1], query
+
+
+def test_bm25_in_memory_ranks_as_the_sql(twin_stores, data_dir):
+    """At or above ``bm25s_threshold`` chunks (forced to 1 here) the postings are ranked in memory: the
+    same chunks, order and scores as the SQL ranking, on every query of the test data sets."""
+    _, postgres = twin_stores
+    store = postgres.store
+    questions = [*queries(data_dir), "the of and", "zzzunknown", "baggage baggage bags"]
+    store.settings = StoreSettings(bm25s_threshold=None)
+    in_sql = [store.bm25(query, 10) for query in questions]
+    store.settings = StoreSettings(bm25s_threshold=1)
+    try:
+        in_memory = [store.bm25(query, 10) for query in questions]
+    finally:
+        store.settings = StoreSettings()
+    assert any(in_sql)
+    for query, memory, sql in zip(questions, in_memory, in_sql, strict=True):
+        assert [key for key, _ in memory] == [key for key, _ in sql], query
+        assert [score for _, score in memory] == pytest.approx([score for _, score in sql], rel=1e-12)
+
+
+def test_bm25_in_memory_follows_other_writers(pg_url, pg_server):
+    """A reader's in-memory postings follow what other connections commit after it was built: added,
+    replaced and deleted documents, a document committed late with a lower chunk key than ones already
+    indexed (keys are taken before commit), and postings rewritten by a repair."""
+    from chunkwise.parsing.text import text_document
+
+    other = text_document("other.md", "Lost luggage claims are filed within 21 days at the desk.")
+    with (
+        open_store(pg_url) as writer,
+        open_store(pg_url, StoreSettings(bm25s_threshold=1)) as reader,
+        open_store(pg_url, StoreSettings(bm25s_threshold=None)) as sql,
+    ):
+
+        def same(query: str) -> list[tuple[int, float]]:
+            found = reader.bm25(query, 10)
+            expected = sql.bm25(query, 10)
+            assert [k for k, _ in found] == [k for k, _ in expected], query
+            assert [s for _, s in found] == pytest.approx([s for _, s in expected], rel=1e-12)
+            return found
+
+        put(writer, DOC)
+        assert same("refunds")
+        assert not same("luggage")
+        put(writer, other)
+        assert len(same("luggage")) == 1
+        assert same("refunds")  # the statistics moved: every score is recomputed
+        for i in range(MAX_SEGMENTS + 2):  # a segment of postings per refresh, joined past the limit
+            put(writer, text_document(f"note{i}.md", f"Refunds note {i}: refunds of parcels."))
+            assert same("refunds parcels")
+            assert len(same("parcels")) == min(i + 1, 10)
+        put(writer, DOC, size=25, fingerprint="f2")  # replaced: new chunk keys, the old ones masked
+        assert {k for k, _ in same("refunds")} <= {c.key for c in writer.chunks(range(1, 100))}
+        schema = parse(pg_url).schema
+        with pg_server.admin() as slow:  # a writer that took its chunk key before the next put
+            slow.autocommit = False
+            key = slow.execute(
+                f"SELECT nextval(pg_get_serial_sequence('\"{schema}\".chunks', 'chunk_key'))"
+            ).fetchone()[0]
+            put(writer, text_document("third.md", "Pets travel in the cabin."))
+            assert same("pets")
+            slow.execute(
+                f"INSERT INTO \"{schema}\".documents VALUES ('late.md', NULL, NULL, 'text', 'h', 'f', '',"
+                " '{}', 'Zebras fly late')"
+            )
+            slow.execute(
+                f"INSERT INTO \"{schema}\".chunks VALUES (%s, 'c', 'late.md', 0, 0, 15, 'Zebras fly late',"
+                " '', '[]', '[]', 3, NULL, 3)",
+                (key,),
+            )
+            slow.execute(
+                f"INSERT INTO \"{schema}\".postings VALUES ('zebra', %s, 1, 3), ('fli', %s, 1, 3),"
+                " ('late', %s, 1, 3)",
+                (key, key, key),
+            )
+            assert not same("zebras")  # not committed yet
+            slow.execute(
+                f'UPDATE "{schema}".stats SET chunks = chunks + 1, terms = terms + 3,'
+                " generation = generation + 1"
+            )
+            slow.commit()
+        assert [k for k, _ in same("zebras")] == [key]
+        assert writer.delete("other.md")
+        assert not same("luggage")
+        with pg_server.admin() as conn:
+            conn.execute(f"DELETE FROM \"{schema}\".postings WHERE term = 'refund'")
+        writer.repair()  # postings rewritten in place: the reader rebuilds
+        assert same("refunds")
+        assert same("weigh")
+        assert writer.delete("guide.md")
+        assert not same("weigh")
 
 
 def test_hnsw_search_at_the_threshold(twin_stores, embedder):
@@ -245,8 +337,22 @@ def test_schema_versions_missing_and_read_only_store(pg_url, pg_server):
                 write()
     with pg_server.admin() as conn:
         conn.execute(f"UPDATE \"{parse(pg_url).schema}\".meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(SchemaVersionError, match="schema 99 is newer than the supported 1"):
+    with pytest.raises(SchemaVersionError, match="schema 99 is newer than the supported 2"):
         open_store(pg_url)
+
+
+def test_schema_1_is_upgraded_with_a_generation(pg_url, pg_server):
+    """A store of schema 1 (no generation in its statistics) gets one on opening, and is searched."""
+    with open_store(pg_url) as store:
+        put(store, DOC)
+    schema = parse(pg_url).schema
+    with pg_server.admin() as conn:
+        conn.execute(f'ALTER TABLE "{schema}".stats DROP COLUMN generation, DROP COLUMN epoch')
+        conn.execute(f"UPDATE \"{schema}\".meta SET value = '1' WHERE key = 'schema_version'")
+    with open_store(pg_url, StoreSettings(bm25s_threshold=1)) as store:
+        assert store.meta("schema_version") == "2"
+        assert store.bm25("refunds", 3)
+        assert store.check() == []
 
 
 def test_embedder_name_dimension_and_version_are_recorded_and_checked(pg_url, pg_server):

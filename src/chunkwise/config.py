@@ -76,7 +76,8 @@ class HeadersConfig:
 class RetrievalConfig:
     """First-stage retrieval: each retriever returns ``candidates`` chunks, fused by ``fusion``. Stores of
     at least ``hnsw_threshold`` chunks search vectors by HNSW, of at least ``bm25s_threshold`` chunks
-    answer BM25 from the bm25s sidecar (exact search and FTS5 below). The retrievers read the first
+    answer BM25 from an index in memory (SQLite: the bm25s sidecar, FTS5 below; PostgreSQL: its
+    postings, ranked as its SQL ranks them below). The retrievers read the first
     ``max_query_tokens`` tokens of a query (estimated at four characters a token, cut at a word), so a
     very long query costs the embedder and BM25 no more than that; the trace notes the cut."""
 

@@ -14,7 +14,9 @@ do. ``postgresql://user@host:port/db?schema=NAME`` (see :mod:`.pgurl`) puts ever
   score with the Okapi formula of SQLite FTS5 (IDF ``ln((N - n + 0.5) / (n + 0.5))``, floored at 1e-6;
   ``K1``, ``B`` of :mod:`chunkwise.terms`). Here a postings table (term, chunk, term frequency, chunk
   length) and one row of statistics (chunks, terms) are ranked in one SQL statement, so a query sees one
-  snapshot: the same top 10 as SQLite on the same chunks.
+  snapshot: the same top 10 as SQLite on the same chunks. At or above ``bm25s_threshold`` chunks the
+  postings are ranked from a copy in this process's memory instead, with the same arithmetic, kept
+  current through the generation counter that every write bumps in that row (:mod:`.pg_lexical`).
 - **Vectors** live in a ``vector(d)`` column with an HNSW index (cosine; ``m``/``ef_construction`` from
   :class:`~.protocol.StoreSettings` when the table is created). Below ``hnsw_threshold`` chunks a search
   is exact (a sequential scan), at or above it the index answers with ``ef_search`` candidates.
@@ -28,6 +30,7 @@ The password (from the URL, ``PGPASSWORD`` or ``.pgpass``) is handed to libpq on
 from __future__ import annotations
 
 import json
+import threading
 from collections import Counter
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
@@ -45,6 +48,7 @@ from chunkwise.errors import (
 )
 from chunkwise.models.protocols import Vectors
 from chunkwise.store import pgurl
+from chunkwise.store.pg_lexical import PostingsIndex
 from chunkwise.store.protocol import (
     DocumentInfo,
     Status,
@@ -55,7 +59,8 @@ from chunkwise.store.protocol import (
 from chunkwise.store.schema import upgrade
 from chunkwise.terms import K1, B, index_terms, search_terms
 
-SCHEMA_VERSION = 1
+#: 2: ``stats.generation`` (bumped by every write) and ``stats.epoch`` (bumped by a repair).
+SCHEMA_VERSION = 2
 
 #: Advisory-lock namespaces (the first key of ``pg_advisory_xact_lock(int, int)``).
 _SETUP_LOCK = 0x63770001  # schema creation, upgrades, the vector table: one at a time per database
@@ -69,7 +74,8 @@ _AUTH_STATES = ("28000", "28P01")
 _TABLES = """
 CREATE TABLE {s}.meta (key text PRIMARY KEY, value text NOT NULL);
 CREATE TABLE {s}.stats (
-    id int PRIMARY KEY CHECK (id = 1), chunks bigint NOT NULL, terms bigint NOT NULL
+    id int PRIMARY KEY CHECK (id = 1), chunks bigint NOT NULL, terms bigint NOT NULL,
+    generation bigint NOT NULL DEFAULT 0, epoch bigint NOT NULL DEFAULT 0
 );
 INSERT INTO {s}.stats VALUES (1, 0, 0);
 CREATE TABLE {s}.documents (
@@ -159,6 +165,8 @@ class PostgresStore:
         self._settings = settings or StoreSettings()
         self._s = f'"{self._where.schema}"'
         self._vectors = False
+        self._postings = PostingsIndex.empty()
+        self._postings_lock = threading.Lock()
         self.read_only = read_only
         with self._connect() as conn:
             self._setup(conn, create and not read_only)
@@ -285,7 +293,18 @@ class PostgresStore:
         else:
             self._ensure_pgvector(conn)
             conn.commit()
-        upgrade(self.location, version, SCHEMA_VERSION, {})
+        upgrade(self.location, version, SCHEMA_VERSION, {1: lambda: self._add_generation(conn)})
+
+    def _add_generation(self, conn: Any) -> None:
+        """Schema 1 to 2: the generation and epoch of the statistics row (under the setup lock)."""
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SETUP_LOCK,))
+            if self._version(conn) == 1:
+                conn.execute(
+                    f"ALTER TABLE {self._s}.stats ADD COLUMN generation bigint NOT NULL DEFAULT 0,"
+                    " ADD COLUMN epoch bigint NOT NULL DEFAULT 0"
+                )
+                conn.execute(f"UPDATE {self._s}.meta SET value = '2' WHERE key = 'schema_version'")
 
     def _ensure_pgvector(self, conn: Any) -> None:
         """Create the ``vector`` extension when the database lacks it; :class:`StoreExtensionError` when
@@ -483,12 +502,13 @@ class PostgresStore:
             )
 
     def _add_stats(self, conn: Any, chunks: int, terms: int) -> None:
-        """Move the BM25 statistics (the last statement of a write: its row lock is held briefly)."""
-        if chunks or terms:
-            conn.execute(
-                f"UPDATE {self._s}.stats SET chunks = chunks + %s, terms = terms + %s WHERE id = 1",
-                (chunks, terms),
-            )
+        """Move the BM25 statistics and bump the generation (the last statement of a write: its row lock
+        is held briefly, and orders the generations as the writes commit)."""
+        conn.execute(
+            f"UPDATE {self._s}.stats SET chunks = chunks + %s, terms = terms + %s,"
+            " generation = generation + 1 WHERE id = 1",
+            (chunks, terms),
+        )
 
     def _delete(self, conn: Any, doc_id: str) -> tuple[int, int]:
         """Delete a document (cascading to everything derived); its number of chunks and of terms."""
@@ -650,8 +670,9 @@ class PostgresStore:
         with self._conn() as conn, conn.transaction():
             conn.execute(f"LOCK TABLE {self._s}.stats IN EXCLUSIVE MODE")
             conn.execute(
-                f"UPDATE {self._s}.stats t SET chunks = c.n, terms = c.terms FROM (SELECT count(*) AS n,"
-                f" coalesce(sum(terms), 0) AS terms FROM {self._s}.chunks) c WHERE t.id = 1"
+                f"UPDATE {self._s}.stats t SET chunks = c.n, terms = c.terms, generation = generation + 1,"
+                f" epoch = epoch + 1 FROM (SELECT count(*) AS n, coalesce(sum(terms), 0) AS terms"
+                f" FROM {self._s}.chunks) c WHERE t.id = 1"
             )
         done.append("recounted the BM25 statistics")
         if self._has_vectors():
@@ -663,12 +684,23 @@ class PostgresStore:
     # --- search ----------------------------------------------------------------------------------
 
     def bm25(self, query: str, k: int) -> list[tuple[int, float]]:
-        """The ``k`` best chunk keys by Okapi BM25 over header + text (positive scores, best first)."""
+        """The ``k`` best chunk keys by Okapi BM25 over header + text (positive scores, best first, ties
+        by key): in SQL below ``bm25s_threshold`` chunks, from the postings in memory at or above it."""
         terms = search_terms(query)
         if not terms:
             return []
-        rows = self._rows(_BM25, {"terms": terms, "k1": K1, "b": B, "k": k})
-        return [(int(key), float(score)) for key, score in rows]
+        threshold = self._settings.bm25s_threshold
+        with self._conn() as conn:
+            generation, epoch, chunks = conn.execute(
+                f"SELECT generation, epoch, chunks FROM {self._s}.stats"
+            ).fetchone()
+            if threshold is None or chunks < threshold:
+                rows = conn.execute(_BM25.format(s=self._s), {"terms": terms, "k1": K1, "b": B, "k": k})
+                return [(int(key), float(score)) for key, score in rows]
+            if self._postings.stamp != (generation, epoch):
+                with self._postings_lock:  # one refresh at a time; a search started after it uses it
+                    self._postings = self._postings.refresh(conn, self._s)
+        return self._postings.search(terms, k)
 
     def _has_vectors(self) -> bool:
         """True once an embedder is recorded and the vector table exists (it is never dropped)."""
