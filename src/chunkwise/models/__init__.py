@@ -7,7 +7,7 @@ receives the run's :class:`Models`, so one budget bounds every call and one ledg
 
     models = Models(ModelsConfig(max_cost=0.50))
     vectors = models.embedder().embed(["a sentence"])
-    print(models.accounting())
+    spent = models.accounting()  # calls, tokens, cost and seconds per stage and role
 """
 
 from __future__ import annotations
