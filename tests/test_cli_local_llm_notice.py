@@ -153,3 +153,18 @@ def test_yes_skips_the_question(kb_dir: Path, tmp_path: Path) -> None:
     assert "estimate before any call" in seen
     assert "Go on?" not in seen
     assert returncode == 2  # went on, to the budget's refusal of the first call
+
+
+def test_ingest_with_llm_headers_says_so_before_the_first_call(data_dir: Path, tmp_path: Path) -> None:
+    doc = data_dir / "formats" / "Boarding Process.md"
+    done = run_chunkwise(
+        "ingest", str(doc), "--kb", str(tmp_path / "kb"), "--preset", "dsrag", "--max-tokens", "1",
+        env=local_env(), cache=tmp_path,
+    )  # fmt: skip
+    notice = done.stderr.partition("error:")[0]
+    assert "estimate before any call" in notice
+    assert "headers" in notice
+    kb = str(tmp_path / "plain")
+    plain = run_chunkwise("ingest", str(doc), "--kb", kb, env=local_env(), cache=tmp_path)
+    assert plain.returncode == 0
+    assert "estimate before any call" not in plain.stderr

@@ -26,7 +26,13 @@ from chunkwise.cli.dry_run import estimate_table
 from chunkwise.cli.terminal import printable
 from chunkwise.config import PipelineConfig
 from chunkwise.errors import ChunkwiseError
-from chunkwise.evaluation.estimate import RunEstimate, StageEstimate, estimate_ingest, estimate_queries
+from chunkwise.evaluation.estimate import (
+    LLM_CHUNKERS,
+    RunEstimate,
+    StageEstimate,
+    estimate_ingest,
+    estimate_queries,
+)
 from chunkwise.models.config import split_spec
 from chunkwise.models.context import Models
 from chunkwise.models.local_rates import load_local_rates, record_local_calls
@@ -81,7 +87,7 @@ def measured(models: Models) -> Iterator[None]:
 
 def _ingest_uses_llm(config: PipelineConfig) -> bool:
     """Whether indexing under ``config`` calls the LLM: an LLM chunker, or headers the LLM writes."""
-    return any(stage.model == "llm" for stage in estimate_ingest(["x"], config))
+    return config.chunking.name in LLM_CHUNKERS or (config.headers.enabled and config.headers.llm)
 
 
 def _confirm(config: PipelineConfig, stages: Sequence[StageEstimate], yes: bool) -> None:
