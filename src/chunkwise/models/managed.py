@@ -34,6 +34,7 @@ from chunkwise.models.protocols import (
     TokenLogprobs,
     Usage,
     Vectors,
+    embedder_version,
 )
 from chunkwise.models.structured import DEFAULT_ATTEMPTS, StructuredViaChat
 
@@ -153,16 +154,23 @@ class ManagedEmbedder(Managed):
         """Vector dimension of the backend."""
         return int(self._inner.dim)
 
+    @property
+    def cache_model(self) -> str:
+        """The model part of the vectors' cache keys: the name and, when the backend has one, the release
+        of its weights, so that an upgraded model package never serves the old release's vectors."""
+        version = embedder_version(self._inner)
+        return f"{self.name}@{version}" if version else self.name
+
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Vectors for ``texts``: cached rows are reused, the rest embedded in one backend call."""
-        return self._embed(texts, self.name, self._inner.embed)
+        return self._embed(texts, self.cache_model, self._inner.embed)
 
     def embed_queries(self, texts: Sequence[str]) -> Vectors:
         """Query vectors, cached apart from passage vectors when the backend embeds queries differently
         (see :class:`~chunkwise.models.protocols.QueryEmbedder`); else the same as :meth:`embed`."""
         if not isinstance(self._inner, QueryEmbedder):
             return self.embed(texts)
-        return self._embed(texts, f"{self.name}#query", self._inner.embed_queries)
+        return self._embed(texts, f"{self.cache_model}#query", self._inner.embed_queries)
 
     def _embed(self, texts: Sequence[str], key: str, backend: Callable[[Sequence[str]], Vectors]) -> Vectors:
         """Rows cached under model key ``key`` are reused, the rest go to ``backend`` in one call."""
