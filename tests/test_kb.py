@@ -9,7 +9,8 @@ import re
 import numpy as np
 import pytest
 
-from chunkwise.config import from_dict
+from chunkwise import config as config_module
+from chunkwise.config import ChunkingConfig, from_dict
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from chunkwise.query.answer import NOT_FOUND
@@ -93,6 +94,15 @@ def test_unchanged_skipped_changed_replaced_deleted(tmp_path, embedder, docs):
     resized = from_dict({"chunking": {"params": {"max_size": 300}}})
     with KnowledgeBase(tmp_path / "kb", resized, models=Models(embedder=embedder)) as kb:
         assert kb.add_documents(docs[1:2]).replaced == [docs[1].id]  # new chunking settings re-ingest
+
+
+def test_a_new_chunking_revision_re_ingests(tmp_path, embedder, docs, monkeypatch):
+    with KnowledgeBase(tmp_path / "kb", models=Models(embedder=embedder)) as kb:
+        kb.add_documents(docs[:1])
+        assert kb.add_documents(docs[:1]).skipped == [docs[0].id]
+    monkeypatch.setattr(config_module, "CHUNKING_REVISION", config_module.CHUNKING_REVISION + 1)
+    with KnowledgeBase(tmp_path / "kb", models=Models(embedder=embedder)) as kb:
+        assert kb.add_documents(docs[:1]).replaced == [docs[0].id]  # chunkers that cut differently now
 
 
 @pytest.mark.parametrize(
@@ -217,7 +227,7 @@ def test_a_knowledge_base_records_its_configuration_and_reopens_with_it(tmp_path
         assert reopened.config.models.llm == "openai:from-the-environment"  # the environment still wins
     with KnowledgeBase(tmp_path / "fresh") as fresh:  # nothing recorded: defaults, environment applied
         assert fresh.config.models.llm == "openai:from-the-environment"
-        assert fresh.config.chunking.params == {"max_size": 800}
+        assert fresh.config.chunking.params == ChunkingConfig().params
 
 
 def test_an_empty_or_wordless_query_is_refused(built, embedder):

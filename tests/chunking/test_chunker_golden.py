@@ -49,6 +49,21 @@ def test_recursive_prefers_the_strongest_boundary(max_size: int, expected: list[
     assert texts("recursive", "aaa bbb.\nccc ddd.\n\neee fff.", max_size=max_size) == expected
 
 
+def test_recursive_keeps_a_heading_with_the_text_it_heads() -> None:
+    text = "# Fees\n\nIntro line.\n\n## Rules\n\nSome rule text.\n\n## Costs\n\nCost text."
+    # the blank line after "## Costs" is not a cut: the chunk ends before the heading instead
+    assert texts("recursive", text, max_size=52) == [
+        "# Fees\n\nIntro line.\n\n## Rules\n\nSome rule text.",
+        "## Costs\n\nCost text.",
+    ]
+    # headings in a row stay with the first text after them; "#tag" is no heading
+    assert texts("recursive", "Intro.\n\n# A\n\n## B\n\nBody.\n\n#tag\n\nEnd.", max_size=24) == [
+        "Intro.",
+        "# A\n\n## B\n\nBody.\n\n#tag",
+        "End.",
+    ]
+
+
 def test_recursive_clause_cjk_and_long_word() -> None:
     assert texts("recursive", "alpha, beta gamma", max_size=12) == ["alpha,", "beta gamma"]
     assert texts("recursive", "我爱你。你好吗？很好", max_size=5) == ["我爱你。", "你好吗？", "很好"]

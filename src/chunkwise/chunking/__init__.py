@@ -19,6 +19,7 @@ from chunkwise.models.context import Models
 
 __all__ = [
     "CHUNKERS",
+    "CHUNKING_REVISION",
     "BaseChunker",
     "Chunk",
     "ChunkBuilder",
@@ -31,6 +32,11 @@ __all__ = [
     "make_chunk",
     "normalised_params",
 ]
+
+#: Raised whenever a change to the code makes a chunker cut the same input differently (2: a blank line
+#: after a Markdown heading is no longer a paragraph cut). Part of the ingest fingerprint, so stores and
+#: cached evaluation indexes built by an older revision are re-chunked rather than mixed with new chunks.
+CHUNKING_REVISION = 2
 
 #: Chunker name -> ``"module:Class"``; modules are imported on first use.
 CHUNKERS: dict[str, str] = {

@@ -98,7 +98,7 @@ static Py_ssize_t skip_space(const Text *t, Py_ssize_t pos, Py_ssize_t end) {
 /* ------------------------------------------------------------------------------------------------ */
 /* Boundary levels: each returns the largest cut in (start, limit], or -1 for none.                 */
 
-enum { LEVEL_CUTS, LEVEL_BLANK_LINE, LEVEL_CHAR, LEVEL_PUNCTUATION, LEVEL_SPACE, LEVEL_CALL };
+enum { LEVEL_CUTS, LEVEL_CHAR, LEVEL_PUNCTUATION, LEVEL_SPACE, LEVEL_CALL };
 
 typedef struct {
     int kind;
@@ -134,23 +134,6 @@ static Py_ssize_t cuts_last(const Level *lv, Py_ssize_t start, Py_ssize_t limit)
         }
     }
     return (lo > 0 && lv->cuts[lo - 1] > start) ? lv->cuts[lo - 1] : -1;
-}
-
-/* BlankLineLevel: the end of the last match of \n[^\S\n]*\n lying inside [start, limit]. */
-static Py_ssize_t blank_line_last(const Text *t, Py_ssize_t start, Py_ssize_t limit) {
-    Py_ssize_t i = last_index(t, '\n', start + 1, limit);
-    while (i > start) {
-        Py_ssize_t k = i - 1;
-        while (k >= start && CHAR(t, k) != '\n' && SPACE(t, k)) {
-            k--;
-        }
-        if (k >= start && CHAR(t, k) == '\n') {
-            return i + 1;
-        }
-        /* No line break between k and i: the next candidate lies below k. */
-        i = last_index(t, '\n', start + 1, k < start ? start : k);
-    }
-    return -1;
 }
 
 /* LiteralLevel with a one-character separator: just after its last occurrence in [start, limit). */
@@ -213,7 +196,7 @@ static void levels_free(Level *levels, Py_ssize_t n) {
 }
 
 /* Parse the level descriptions built by enforce._native_levels: ("cuts", list[int]),
- * ("blank_line",), ("char", str), ("punctuation", spaced, unspaced), ("space",), ("call", fn). */
+ * ("char", str), ("punctuation", spaced, unspaced), ("space",), ("call", fn). */
 static Level *levels_parse(PyObject *specs, Py_ssize_t *count) {
     PyObject *seq = PySequence_Fast(specs, "levels must be a sequence");
     if (seq == NULL) {
@@ -248,8 +231,6 @@ static Level *levels_parse(PyObject *specs, Py_ssize_t *count) {
                     goto fail;
                 }
             }
-        } else if (strcmp(name, "blank_line") == 0) {
-            lv->kind = LEVEL_BLANK_LINE;
         } else if (strcmp(name, "char") == 0 && a != NULL && PyUnicode_Check(a) && PyUnicode_GET_LENGTH(a) == 1) {
             lv->kind = LEVEL_CHAR;
             lv->ch = PyUnicode_READ_CHAR(a, 0);
@@ -321,9 +302,6 @@ static PyObject *pack_chars(PyObject *self, PyObject *args) {
                 switch (lv->kind) {
                 case LEVEL_CUTS:
                     cut = cuts_last(lv, pos, limit);
-                    break;
-                case LEVEL_BLANK_LINE:
-                    cut = blank_line_last(&t, pos, limit);
                     break;
                 case LEVEL_CHAR:
                     cut = char_last(&t, lv->ch, pos, limit);

@@ -64,7 +64,10 @@ class RegexLevel:
 
 
 class BlankLineLevel:
-    """Boundaries after a blank line: a line break, optional spaces or tabs, and a line break.
+    """Boundaries after a blank line: a line break, optional spaces or tabs, and a line break; but not
+    the blank line right after a Markdown heading (``#`` to ``######`` and a space, the form every
+    parser gives headings), so that a heading starts the chunk of the text it heads instead of ending
+    the chunk before it.
 
     Binding finds every blank line of the packing range in one forward scan: blank lines are few next to
     windows, whereas a backward search re-reads every window that has none (a hard-wrapped text has
@@ -76,16 +79,26 @@ class BlankLineLevel:
     # Consumes the first break and the spaces after it, not the second break, so that consecutive
     # blank lines all match; the cut is just after the second break.
     _BREAK = re.compile(r"\n[^\S\n]*(?=\n)")
-    _LAST = re.compile(r"(?s:.*)\n[^\S\n]*\n")
+    # A heading line followed by a blank line; the match ends at the heading's line break.
+    _HEADING = re.compile(r"^#{1,6}[ \t][^\n]*(?=\n[^\S\n]*\n)", re.MULTILINE)
 
     def bind(self, text: str, start: int, end: int) -> Level:
         """A :class:`CutsLevel` of the blank lines in ``text[start:end]``."""
-        return CutsLevel(self.name, [match.end() + 1 for match in self._BREAK.finditer(text, start, end)])
+        return CutsLevel(self.name, self._cuts(text, start, end))
 
     def last_cut(self, text: str, start: int, limit: int) -> int | None:
         """Just after the last blank line inside ``text[start:limit]`` (one window, no precomputation)."""
-        match = self._LAST.match(text, start, limit)
-        return None if match is None else match.end()
+        cuts = self._cuts(text, start, limit)
+        return cuts[-1] if cuts else None
+
+    def _cuts(self, text: str, start: int, end: int) -> list[int]:
+        """The cuts inside ``text[start:end]``, in order, without those after a heading line (two
+        scans by the regular-expression engine; Python only filters the matches)."""
+        breaks = self._BREAK.finditer(text, start, end)
+        headings = {match.end() for match in self._HEADING.finditer(text, start, end)}
+        if not headings:
+            return [match.end() + 1 for match in breaks]
+        return [match.end() + 1 for match in breaks if match.start() not in headings]
 
 
 class LiteralLevel:
