@@ -30,11 +30,18 @@ B = 0.75
 #: A word token: a run of letters and digits (the underscore separates words, as in SQLite's tokenizers).
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 
+#: English function words: articles, pronouns, auxiliaries and modals, conjunctions, common prepositions.
+#: A question's "should" or "if" names no topic: searched for, or scored in an extractive answer, it
+#: favours any sentence that happens to contain it ("... should always be seamless" for "What should I
+#: do if my baggage is damaged?").
 STOPWORDS = frozenset(
     {
         *("a", "an", "and", "are", "as", "at", "be", "by", "can", "do", "does", "for", "from", "how", "i"),
         *("in", "is", "it", "of", "on", "or", "the", "to", "was", "what", "when", "where", "which", "who"),
         *("why", "with", "you", "your", "my", "me", "we", "our", "this", "that", "these", "those", "they"),
+        *("should", "would", "could", "will", "shall", "may", "might", "must", "if", "has", "have", "had"),
+        *("been", "being", "were", "am", "did", "its", "into", "about", "than", "then", "there", "their"),
+        *("them", "so", "but", "he", "she", "his", "her", "him", "us", "also", "any", "some", "such"),
     }
 )
 
