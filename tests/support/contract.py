@@ -51,12 +51,17 @@ _CJK = st.text(
     max_size=80,
 )
 _SEPARATORS = st.sampled_from(
-    [" ", "\n", "\n\n", " \t\n \n", "。", ". ", "! ", "Dr. Smith. ", "3.14 ", ", ", "\u3000", "\x0b", "\xa0"]
+    [
+        *(" ", "\n", "\n\n", " \t\n \n", "。", ". ", "! ", "Dr. Smith. ", "3.14 ", ", "),
+        *("\u3000", "\x0b", "\xa0"),
+        *("\n# Heading\n\n", "\n## Two\n \n", "#\tTab\n\n", "####### seven\n\n", "#tag\n\n"),
+    ]
 )
 _WORDS = st.text(alphabet=st.sampled_from("abcdeéxyzAB12-"), min_size=1, max_size=12)
 _LONG_WORD = st.integers(min_value=9_000, max_value=10_000).map(lambda n: "w" * n)
 
-#: Arbitrary Unicode, CJK, separators of every level, whitespace runs, and 10,000-character words.
+#: Arbitrary Unicode, CJK, separators of every level (Markdown headings too), whitespace runs, and
+#: 10,000-character words.
 hostile_text = st.lists(
     st.one_of(st.text(max_size=60), _CJK, _SEPARATORS, _WORDS, _WORDS, _LONG_WORD),
     max_size=25,

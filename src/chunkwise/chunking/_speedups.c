@@ -98,7 +98,7 @@ static Py_ssize_t skip_space(const Text *t, Py_ssize_t pos, Py_ssize_t end) {
 /* ------------------------------------------------------------------------------------------------ */
 /* Boundary levels: each returns the largest cut in (start, limit], or -1 for none.                 */
 
-enum { LEVEL_CUTS, LEVEL_CHAR, LEVEL_PUNCTUATION, LEVEL_SPACE, LEVEL_CALL };
+enum { LEVEL_CUTS, LEVEL_BLANK_LINE, LEVEL_CHAR, LEVEL_PUNCTUATION, LEVEL_SPACE, LEVEL_CALL };
 
 typedef struct {
     int kind;
@@ -134,6 +134,43 @@ static Py_ssize_t cuts_last(const Level *lv, Py_ssize_t start, Py_ssize_t limit)
         }
     }
     return (lo > 0 && lv->cuts[lo - 1] > start) ? lv->cuts[lo - 1] : -1;
+}
+
+/* True when the line [line, stop) is a Markdown heading: one to six '#', then a space or a tab. */
+static int is_heading(const Text *t, Py_ssize_t line, Py_ssize_t stop) {
+    Py_ssize_t n = 0;
+    while (line + n < stop && CHAR(t, line + n) == '#') {
+        n++;
+    }
+    if (n < 1 || n > 6 || line + n >= stop) {
+        return 0;
+    }
+    Py_UCS4 after = CHAR(t, line + n);
+    return after == ' ' || after == '\t';
+}
+
+/* BlankLineLevel: the end of the last match of \n[^\S\n]*\n inside [start, limit] whose preceding line
+ * is not a heading starting at or after `first` (the packing range's start, where the Python level's
+ * scan begins). Scans the window backwards, so it costs nothing where a window has no line break. */
+static Py_ssize_t blank_line_last(const Text *t, Py_ssize_t first, Py_ssize_t start, Py_ssize_t limit) {
+    Py_ssize_t i = last_index(t, '\n', start + 1, limit);
+    while (i > start) {
+        Py_ssize_t k = i - 1;
+        while (k >= start && CHAR(t, k) != '\n' && SPACE(t, k)) {
+            k--;
+        }
+        if (k >= start && CHAR(t, k) == '\n') {
+            Py_ssize_t line = last_index(t, '\n', 0, k) + 1;
+            if (line < first || !is_heading(t, line, k)) {
+                return i + 1;
+            }
+            i = k; /* after a heading: the next candidate ends at k or before */
+            continue;
+        }
+        /* No line break between k and i: the next candidate lies below k. */
+        i = last_index(t, '\n', start + 1, k < start ? start : k);
+    }
+    return -1;
 }
 
 /* LiteralLevel with a one-character separator: just after its last occurrence in [start, limit). */
@@ -196,7 +233,7 @@ static void levels_free(Level *levels, Py_ssize_t n) {
 }
 
 /* Parse the level descriptions built by enforce._native_levels: ("cuts", list[int]),
- * ("char", str), ("punctuation", spaced, unspaced), ("space",), ("call", fn). */
+ * ("blank_line",), ("char", str), ("punctuation", spaced, unspaced), ("space",), ("call", fn). */
 static Level *levels_parse(PyObject *specs, Py_ssize_t *count) {
     PyObject *seq = PySequence_Fast(specs, "levels must be a sequence");
     if (seq == NULL) {
@@ -231,6 +268,8 @@ static Level *levels_parse(PyObject *specs, Py_ssize_t *count) {
                     goto fail;
                 }
             }
+        } else if (strcmp(name, "blank_line") == 0) {
+            lv->kind = LEVEL_BLANK_LINE;
         } else if (strcmp(name, "char") == 0 && a != NULL && PyUnicode_Check(a) && PyUnicode_GET_LENGTH(a) == 1) {
             lv->kind = LEVEL_CHAR;
             lv->ch = PyUnicode_READ_CHAR(a, 0);
@@ -292,6 +331,7 @@ static PyObject *pack_chars(PyObject *self, PyObject *args) {
         return NULL;
     }
     Py_ssize_t pos = skip_space(&t, start, end);
+    const Py_ssize_t first = pos;
     while (pos < end) {
         Py_ssize_t limit = pos + budget, cut = -1;
         if (limit >= end) {
@@ -302,6 +342,9 @@ static PyObject *pack_chars(PyObject *self, PyObject *args) {
                 switch (lv->kind) {
                 case LEVEL_CUTS:
                     cut = cuts_last(lv, pos, limit);
+                    break;
+                case LEVEL_BLANK_LINE:
+                    cut = blank_line_last(&t, first, pos, limit);
                     break;
                 case LEVEL_CHAR:
                     cut = char_last(&t, lv->ch, pos, limit);

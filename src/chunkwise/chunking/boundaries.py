@@ -72,7 +72,8 @@ class BlankLineLevel:
     Binding finds every blank line of the packing range in one forward scan: blank lines are few next to
     windows, whereas a backward search re-reads every window that has none (a hard-wrapped text has
     one a few hundred kilobytes). Every run of whitespace holding several line breaks gives a cut after
-    each break but the first, as a search of the window would.
+    each break but the first, as a search of the window would. The compiled helper has its own
+    backward scan of each window with the same rule, which is cheaper where it stops at once.
     """
 
     name = "paragraph"
@@ -92,12 +93,12 @@ class BlankLineLevel:
         return cuts[-1] if cuts else None
 
     def _cuts(self, text: str, start: int, end: int) -> list[int]:
-        """The cuts inside ``text[start:end]``, in order, without those after a heading line (two
-        scans by the regular-expression engine; Python only filters the matches)."""
-        breaks = self._BREAK.finditer(text, start, end)
-        headings = {match.end() for match in self._HEADING.finditer(text, start, end)}
-        if not headings:
+        """The cuts inside ``text[start:end]``, in order, without those after a heading line (scans by
+        the regular-expression engine and ``str.find``; Python only filters the matches)."""
+        breaks = list(self._BREAK.finditer(text, start, end))
+        if not breaks or text.find("#", start, end) < 0:  # no blank line, or no heading: skip the scan
             return [match.end() + 1 for match in breaks]
+        headings = {match.end() for match in self._HEADING.finditer(text, start, end)}
         return [match.end() + 1 for match in breaks if match.start() not in headings]
 
 

@@ -28,6 +28,7 @@ from typing import Any
 
 from chunkwise.chunking import speedups
 from chunkwise.chunking.boundaries import (
+    BlankLineLevel,
     CutsLevel,
     Level,
     LiteralLevel,
@@ -147,7 +148,9 @@ def _native_levels(levels: Sequence[Level], text: str, start: int, end: int) -> 
     their rules), precomputed cuts as a list, and any other level as its ``last_cut`` to call back."""
     specs: list[tuple[Any, ...]] = []
     for level in levels:
-        if isinstance(level, LiteralLevel) and len(level.separator) == 1:
+        if isinstance(level, BlankLineLevel):
+            specs.append(("blank_line",))
+        elif isinstance(level, LiteralLevel) and len(level.separator) == 1:
             specs.append(("char", level.separator))
         elif isinstance(level, PunctuationLevel):
             specs.append(("punctuation", level.spaced, level.unspaced))
