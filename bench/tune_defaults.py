@@ -99,33 +99,31 @@ def score(
     return {config.name: dict(config.metrics) for config in report.configs}
 
 
+def table(title: str, columns: list[str], rows: list[tuple[str, list[float]]]) -> list[str]:
+    """A titled Markdown table: one row per ``(label, values)``, values to three decimals."""
+    lines = ["", title, "", "| configuration | " + " | ".join(columns) + " |"]
+    lines.append("|---|" + "---:|" * len(columns))
+    lines += [f"| {label} | " + " | ".join(f"{v:.3f}" for v in values) + " |" for label, values in rows]
+    return lines
+
+
 def markdown(result: dict[str, Any]) -> str:
-    """The tuning table (mean and per set, every point) and the held-back comparison."""
+    """The tuning table (mean and per set, every point) and the held-back comparisons."""
     sets = list(SETS)
-    lines = ["Tuning part (mean over the sets, then each set's metric):", ""]
-    lines.append("| point | mean | " + " | ".join(sets) + " |")
-    lines.append("|---|---:|" + "---:|" * len(sets))
-    for row in sorted(result["tuning"], key=lambda r: -r["mean"]):
-        cells = " | ".join(f"{row['scores'][s]:.3f}" for s in sets)
-        lines.append(f"| {row['point']} | {row['mean']:.3f} | {cells} |")
+    ranked = sorted(result["tuning"], key=lambda r: -r["mean"])
+    tuned = [(r["point"], [r["mean"], *(r["scores"][s] for s in sets)]) for r in ranked]
+    lines = table("Tuning part (mean over the sets, then each set's metric):", ["mean", *sets], tuned)
     held = result["held_out"]
-    lines += ["", f"Held-back part ({result['holdout']:.0%} of each set's queries):", ""]
-    lines.append("| configuration | mean | " + " | ".join(sets) + " |")
-    lines.append("|---|---:|" + "---:|" * len(sets))
-    for label in ("reference", "chosen"):
-        row = held[label]
-        cells = " | ".join(f"{row['scores'][s]:.3f}" for s in sets)
-        lines.append(f"| {label}: {row['point']} | {row['mean']:.3f} | {cells} |")
+    compared = [(f"{label}: {held[label]['point']}", held[label]) for label in ("reference", "chosen")]
+    title = f"Held-back part ({result['holdout']:.0%} of each set's queries):"
+    lines += table(
+        title, ["mean", *sets], [(n, [r["mean"], *(r["scores"][s] for s in sets)]) for n, r in compared]
+    )
     span_sets = [s for s in sets if set(EXTRA) <= set(held["reference"]["metrics"][s])]
     for metric in EXTRA:
-        lines += ["", f"Held-back part, {metric}:", ""]
-        lines.append("| configuration | " + " | ".join(span_sets) + " |")
-        lines.append("|---|" + "---:|" * len(span_sets))
-        for label in ("reference", "chosen"):
-            row = held[label]
-            cells = " | ".join(f"{row['metrics'][s][metric]:.3f}" for s in span_sets)
-            lines.append(f"| {label}: {row['point']} | {cells} |")
-    return "\n".join(lines)
+        rows = [(n, [r["metrics"][s][metric] for s in span_sets]) for n, r in compared]
+        lines += table(f"Held-back part, {metric}:", span_sets, rows)
+    return "\n".join(lines).strip()
 
 
 def main() -> None:
