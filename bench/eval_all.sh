@@ -1,7 +1,7 @@
 #!/bin/bash
 # The evaluation behind the README's retrieval table: one `chunkwise eval` run per dev set, the same
-# 100 queries for every configuration of a set (--limit 100 --seed 1: the cross-encoder takes seconds per
-# query on the shared 2-core machine), written to bench/results/eval/.
+# 100 queries for every configuration of a set (--limit 100 --seed 1: about six minutes for all five sets
+# on a 2-core machine), written to bench/results/eval/.
 # Usage: bash bench/eval_all.sh [--data DIR] [--workdir DIR]
 #   --data: the shared data folder (default: ../shared/data beside the repository); the results name it
 #   relative to the repository, as bench/bench_data.py does for the Python scripts.
