@@ -23,8 +23,9 @@ import argparse
 import dataclasses
 import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from bench_data import add_data_option, shown
 from chunkwise.config import PipelineConfig, from_dict
@@ -126,16 +127,18 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines).strip()
 
 
-def main() -> None:
-    """Score the grid on the tuning parts, choose, score the choice on the held-back parts."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
-    add_data_option(parser)
-    parser.add_argument("--workdir", type=Path, default=Path.home() / ".cache" / "chunkwise" / "eval")
-    parser.add_argument("--holdout", type=float, default=0.3)
-    parser.add_argument("--seed", type=int, default=0)
-    args = parser.parse_args()
-    base = from_dict({"preset": "default"})
-    points = grid()
+class Tunable(Protocol):
+    """A grid point: a label and the configuration it makes of a base one."""
+
+    @property
+    def name(self) -> str: ...
+
+    def apply(self, base: PipelineConfig) -> PipelineConfig: ...
+
+
+def tune(points: Sequence[Tunable], reference: Tunable, base: PipelineConfig, args: Any) -> dict[str, Any]:
+    """Score ``points`` on the tuning parts, choose the best mean (the earliest on a tie), score the
+    choice and ``reference`` on the held-back parts; the result as written to the JSON."""
     configs = [(p.name, p.apply(base)) for p in points]
     tuning: dict[str, dict[str, float]] = {}
     for name, (metric, _) in SETS.items():
@@ -144,7 +147,7 @@ def main() -> None:
         tuning[name] = {point: metrics[metric] for point, metrics in scored.items()}
     means = {p.name: sum(tuning[s][p.name] for s in SETS) / len(SETS) for p in points}
     chosen = max(points, key=lambda p: (means[p.name], -points.index(p)))
-    compared = {"reference": REFERENCE, "chosen": chosen}
+    compared = {"reference": reference, "chosen": chosen}
     held: dict[str, dict[str, Any]] = {}
     held_scores = {}
     for name in SETS:
@@ -160,7 +163,7 @@ def main() -> None:
             "mean": sum(scores.values()) / len(SETS),
             "metrics": metrics,
         }
-    result = {
+    return {
         "data": shown(args.data),
         "holdout": args.holdout,
         "seed": args.seed,
@@ -172,9 +175,29 @@ def main() -> None:
         "chosen": chosen.name,
         "held_out": held,
     }
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+
+
+def arguments(description: str) -> Any:
+    """The command line shared by the tuning scripts: ``--data``, ``--workdir``, ``--holdout``, ``--seed``."""
+    parser = argparse.ArgumentParser(description=description)
+    add_data_option(parser)
+    parser.add_argument("--workdir", type=Path, default=Path.home() / ".cache" / "chunkwise" / "eval")
+    parser.add_argument("--holdout", type=float, default=0.3)
+    parser.add_argument("--seed", type=int, default=0)
+    return parser.parse_args()
+
+
+def write(result: dict[str, Any], path: Path) -> None:
+    """Write the result as JSON and print its tables."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
     print(markdown(result))
+
+
+def main() -> None:
+    """Tune the default's chunk size and fusion."""
+    args = arguments(__doc__.split("\n", 1)[0])
+    write(tune(grid(), REFERENCE, from_dict({"preset": "default"}), args), RESULTS)
 
 
 if __name__ == "__main__":

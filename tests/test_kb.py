@@ -141,7 +141,7 @@ def test_each_stage_switches(built, embedder, sections, stages):
         assert all(h.scores["relevance"] == pytest.approx(0.9) for h in hits)
     if "rerank" in stages:
         assert len(hits) <= 3
-        assert trace.get("rerank").notes == {"reranker": "overlap"}
+        assert trace.get("rerank").notes == {"reranker": "overlap", "weight": 1.0}
     if "rewrite" in stages:
         assert trace.get("rewrite").notes["rewritten"] == "baggage allowance checked bag weight"
 

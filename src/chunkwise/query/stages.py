@@ -77,7 +77,7 @@ def _rerank(ctx: StageContext) -> Stage | None:
     cfg = ctx.config.rerank
     if not cfg.enabled:
         return None
-    return Rerank(ctx.models.reranker(), cfg.top_n or None, cfg.depth or None)
+    return Rerank(ctx.models.reranker(), cfg.top_n or None, cfg.depth or None, cfg.weight)
 
 
 #: Stage name -> builder, in pipeline order.
