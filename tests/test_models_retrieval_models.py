@@ -25,18 +25,10 @@ from chunkwise.models.managed import ManagedEmbedder
 from chunkwise.models.onnx_embedder import MINILM, OnnxEmbedder
 from chunkwise.models.protocols import QueryEmbedder, embed_queries
 from tests.support.fakes import HashEmbedder
+from tests.support.retrieval_sentences import ANSWERS, QUERIES, SENTENCES
 
 pytestmark = pytest.mark.slow
 
-SENTENCES = [
-    "A cat sat on the mat.",
-    "The quarterly revenue grew by twelve percent, driven by strong sales in Asia.",
-    "Photosynthesis converts light energy into chemical energy.",
-    "short",
-    "Paris is the capital of France and its largest city, with more than two million residents.",
-]
-QUERIES = ["How much did revenue grow?", "What is the capital of France?", "How do plants use light?"]
-ANSWERS = [1, 4, 2]  # the sentence answering each query
 BGE_INSTRUCTION = "Represent this sentence for searching relevant passages: "
 
 

