@@ -30,7 +30,8 @@ the configuration is loaded, not at the first ingest.
 Presets: ``default`` (BM25 + dense hybrid with the default local embedder, extractive answers: no LLM
 anywhere), ``fast`` (the same with all-MiniLM-L6-v2, the quickest to ingest, on chunks of 800
 characters that fit its 256-token window), ``quality`` (``default``
-plus the bundled cross-encoder reranking the best fused candidates; no LLM),
+plus the bundled cross-encoder reranking the best 20 fused candidates, its score blended with the
+fused one at weight 0.4; no LLM),
 ``chunkrag`` (ChunkRAG's Algorithm 1: rewrite, hybrid, redundancy, LLM relevance filter, rerank, LLM
 answer) and ``dsrag`` (contextual headers with summaries, relevant segment extraction, LLM answer).
 """
@@ -149,11 +150,13 @@ class RelevanceConfig:
 @dataclass(frozen=True)
 class RerankConfig:
     """Rerank the best ``depth`` candidates (all when 0) with the configured reranker; keep the best
-    ``top_n`` (all when 0)."""
+    ``top_n`` (all when 0). ``weight`` is the reranker's share of the final score (1: its order alone;
+    below 1, blended with the incoming hybrid score; see :mod:`chunkwise.query.rerank`)."""
 
     enabled: bool = False
     top_n: int = 0
     depth: int = 0
+    weight: float = 1.0
 
 
 @dataclass(frozen=True)
@@ -286,7 +289,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     "default": {},
     # MiniLM reads 256 tokens: chunks of 800 characters (about 200) fit, the default's 2,000 would not
     "fast": {
-        "models": {"embedder": "local:minilm"},
+        "models": {"embedder": "local:minilm-q8"},
         "chunking": {"params": {"max_size": 800}},
         "retrieval": {"weight": 0.5},
     },
@@ -301,7 +304,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "quality": {
         "models": {"reranker": "local:ms-marco-minilm"},
-        "rerank": {"enabled": True, "depth": 20},
+        # weight tuned on the dev sets with a held-back split (bench/tune_rerank.py)
+        "rerank": {"enabled": True, "depth": 20, "weight": 0.4},
     },
     "dsrag": {
         "headers": {"summary": True, "llm": True},
