@@ -67,6 +67,9 @@ screenshots: $(STAMP) browser
 # Peer libraries for the scripts in bench/ (never needed by the tests).
 bench-deps: $(STAMP)
 	$(BIN)/python -m pip install -q -e '.[local,dev,bench]'
+	# LangChain's own Hugging Face embeddings for bench/ingest_speed.py; --no-deps: its metadata caps
+	# huggingface-hub below 2, and its embeddings class runs on the huggingface-hub 2 installed here.
+	$(BIN)/python -m pip install -q --no-deps langchain-huggingface==1.2.3
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
