@@ -14,7 +14,7 @@ current x86 processors):
 
 Measured on two cores with 800-character passages: 1.3x the passages per second of the source file,
 with vectors at cosine 0.997 on average (0.993 at least) to the sentence-transformers float32 reference;
-all six projections quantized gave 1.4x but 0.994 (0.984 at least).
+quantizing those six too gave 1.4x but 0.994 (0.984 at least).
 
 The build takes about 5 to 10 seconds on two cores; it is written to a temporary name and renamed, so
 concurrent first uses each build and the last rename wins with identical bytes. The file name holds
@@ -53,7 +53,8 @@ def quantized_model(source: Path, cache_dir: Path, install: str, *, heads: int, 
     try:
         _build(source, target, heads=heads, hidden=hidden)
     except Exception as exc:  # onnx, protobuf and onnxruntime raise their own exception types
-        raise ModelFileError(source, f"could not build its int8 model ({exc})", install) from exc
+        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+        raise ModelFileError(source, f"could not build its int8 model ({reason})", install) from exc
     return target
 
 
