@@ -32,6 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from chunkwise.errors import ModelFileError
+from chunkwise.models.onnx_session import first_line
 
 #: The build recipe; part of the built file's name (change it whenever the build changes).
 RECIPE = "fused-pc-q8-ffnout-fp32-v1"
@@ -53,8 +54,7 @@ def quantized_model(source: Path, cache_dir: Path, install: str, *, heads: int, 
     try:
         _build(source, target, heads=heads, hidden=hidden)
     except Exception as exc:  # onnx, protobuf and onnxruntime raise their own exception types
-        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise ModelFileError(source, f"could not build its int8 model ({reason})", install) from exc
+        raise ModelFileError(source, f"could not build its int8 model ({first_line(exc)})", install) from exc
     return target
 
 

@@ -41,6 +41,12 @@ def available_cores() -> int:
     return max(1, os.cpu_count() or 1)
 
 
+def first_line(exc: Exception) -> str:
+    """The first line of ``exc``'s message, at most 200 characters (its type name when it has none):
+    what a :class:`ModelFileError` quotes of an error raised by onnx or onnxruntime."""
+    return str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
+
+
 def onnx_session(path: Path, install: str) -> Any:
     """An onnxruntime CPU session for ``path`` that runs each call on the calling thread.
 
@@ -59,8 +65,7 @@ def onnx_session(path: Path, install: str) -> Any:
     try:
         return onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own exception types for unreadable files
-        reason = str(exc).splitlines()[0][:200] if str(exc) else type(exc).__name__
-        raise ModelFileError(path, f"not a readable ONNX model ({reason})", install) from exc
+        raise ModelFileError(path, f"not a readable ONNX model ({first_line(exc)})", install) from exc
 
 
 def load_tokenizer(path: Path, install: str, max_length: int) -> Any:
