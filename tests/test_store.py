@@ -11,6 +11,8 @@ import threading
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from chunkwise.errors import SchemaVersionError
 from chunkwise.store import StoreSettings
@@ -280,3 +282,56 @@ def test_an_hnsw_graph_opened_before_the_onnx_embedder_does_not_crash(tmp_path):
     done = subprocess.run(command, check=False, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def _docs(n: int) -> list:
+    return [
+        doc_from_markdown_lines(f"d{i}.md", f"# Doc {i}\n" + f"Line {i} of the store test. " * (3 + i % 4))
+        for i in range(n)
+    ]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(st.tuples(st.sampled_from(["put", "delete"]), st.integers(0, 4), st.integers(0, 3)), max_size=12)
+)
+def test_a_reader_kept_up_to_date_holds_what_a_fresh_reader_reads(tmp_path_factory, operations):
+    """After any sequence of puts (new documents and new versions) and deletes by another connection, a
+    long-lived reader's vectors equal those of a reader opened afresh: reading only the added rows never
+    keeps a removed vector, nor an old vector under a reused key."""
+    docs = _docs(5)
+    kb = tmp_path_factory.mktemp("kb")
+    with SQLiteStore(kb) as writer, SQLiteStore(kb) as reader:
+        put(writer, docs[0])
+        reader.dense_index()
+        for op, i, seed in operations:
+            if op == "put":
+                put(writer, docs[i], size=20 + 10 * seed, seed=seed, fingerprint=f"f{seed}")
+            else:
+                writer.delete(docs[i].id)
+            held = reader.dense_index()
+            with SQLiteStore(kb) as fresh:
+                expected = fresh.dense_index()
+                np.testing.assert_array_equal(held.keys, expected.keys)
+                np.testing.assert_array_equal(held.matrix, expected.matrix)
+
+
+def test_a_reader_reads_only_the_added_rows_until_a_vector_is_removed(tmp_path):
+    docs = _docs(3)
+    with SQLiteStore(tmp_path / "kb") as writer, SQLiteStore(tmp_path / "kb") as reader:
+        put(writer, docs[0])
+        reader.dense_index()
+        statements: list[str] = []
+        reader._db.set_trace_callback(statements.append)
+        put(writer, docs[1])
+        reader.dense_index()
+        reads = [s for s in statements if "FROM vectors" in s]
+        assert len(reads) == 1
+        assert "chunk_key >" in reads[0]
+        statements.clear()
+        writer.delete(docs[0].id)
+        put(writer, docs[2])
+        assert len(reader.dense_index()) == writer.counts()["vectors"]
+        reads = [s for s in statements if "FROM vectors" in s]
+        assert len(reads) == 1
+        assert "chunk_key >" not in reads[0]  # a removal: every row read again

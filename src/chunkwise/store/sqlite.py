@@ -58,10 +58,17 @@ from chunkwise.store.protocol import (
     check_recorded_embedder,
 )
 from chunkwise.store.schema import upgrade
-from chunkwise.store.sidecar import stamp_state
+from chunkwise.store.sidecar import Keys, stamp_state
 from chunkwise.store.sqlite_files import check_usable, damage, shm_path, wal_frames, wal_path
 from chunkwise.store.sqlite_repair import check_database, salvage
-from chunkwise.store.sqlite_schema import DB_NAME, SCHEMA_VERSION, create_schema, fts_body, rebuild_fts
+from chunkwise.store.sqlite_schema import (
+    DB_NAME,
+    SCHEMA_VERSION,
+    count_removals,
+    create_schema,
+    fts_body,
+    rebuild_fts,
+)
 from chunkwise.terms import search_terms
 
 __all__ = ["DB_NAME", "SQLiteStore", "fts_body", "fts_query"]
@@ -130,6 +137,7 @@ class SQLiteStore:
         self._damaged_ok = damaged_ok
         self._lock = threading.RLock()
         self._dense: DenseIndex | None = None
+        self._dense_removals: str | None = None
         self._lexical: LexicalIndex | None = None
         self._open_directory()
         check_usable(self.path, self.location)
@@ -179,6 +187,10 @@ class SQLiteStore:
             if not self._damaged_ok:
                 raise
             self.damage.append(f"the upgrade from store schema {version} failed ({exc.reason})")
+            return
+        if not self.read_only and self.meta("removals") is None:  # a store made before the counter
+            with self._write(bump=False) as db:
+                count_removals(db)
 
     def _upgrade_1(self) -> None:
         """Schema 1 -> 2: FTS5 rows of analysed terms instead of raw text (see the module docstring)."""
@@ -550,6 +562,7 @@ class SQLiteStore:
         self.damage = []
         self._db = self._connect()
         self._dense = self._lexical = None
+        self._dense_removals = None
 
     def _rebuild_sidecars(self) -> list[str]:
         """Delete the sidecar indexes and build again those the store's size calls for."""
@@ -605,20 +618,53 @@ class SQLiteStore:
         return self._lexical
 
     def dense_index(self) -> DenseIndex:
-        """The vectors of the current generation (reloaded when any process has written since)."""
-        generation = self.generation()
-        if self._dense is None or self._dense.generation != generation:
-            rows = self._rows("SELECT chunk_key, vector FROM vectors ORDER BY chunk_key")
-            dim = int(self.meta("dim") or 0)
-            wrong = sum(len(r[1]) != 4 * dim for r in rows)
-            if wrong:
-                raise CorruptStoreError(
-                    self.location, f"{wrong} stored vectors are not of {dim} floats; {REPAIR_HINT}"
+        """The vectors of the current generation (brought up to date when any process has written since:
+        only the rows added since are read while no vector was removed, every row otherwise)."""
+        if self._dense is not None and self._dense.generation == self.generation():
+            return self._dense
+        with self._lock, self._snapshot():
+            removals, generation = self.meta("removals"), self.generation()
+            old = self._dense
+            if old is not None and len(old) and removals is not None and removals == self._dense_removals:
+                rows = self._rows(
+                    "SELECT chunk_key, vector FROM vectors WHERE chunk_key > ? ORDER BY chunk_key",
+                    (int(old.keys[-1]),),
                 )
-            keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
-            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+                keys, matrix = self._vector_rows(rows)
+                keys, matrix = np.concatenate([old.keys, keys]), np.concatenate([old.matrix, matrix])
+            else:
+                keys, matrix = self._vector_rows(
+                    self._rows("SELECT chunk_key, vector FROM vectors ORDER BY chunk_key")
+                )
             self._dense = DenseIndex(keys, matrix, generation, self.directory, save=not self.read_only)
+            self._dense_removals = removals
         return self._dense
+
+    def _vector_rows(self, rows: list[Any]) -> tuple[Keys, Vectors]:
+        """The keys and the vector matrix of ``(chunk_key, vector)`` rows; :class:`CorruptStoreError`
+        when a vector is not of the stored dimension."""
+        dim = int(self.meta("dim") or 0)
+        wrong = sum(len(r[1]) != 4 * dim for r in rows)
+        if wrong:
+            raise CorruptStoreError(
+                self.location, f"{wrong} stored vectors are not of {dim} floats; {REPAIR_HINT}"
+            )
+        keys = np.fromiter((r[0] for r in rows), dtype=np.int64, count=len(rows))
+        matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32).reshape(len(rows), dim)
+        return keys, matrix
+
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction: the reads inside see the same committed state (the caller holds the
+        lock; inside a write transaction, that one is the snapshot)."""
+        if self._db.in_transaction:
+            yield
+            return
+        self._db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._db.execute("COMMIT")
 
     def dense(self, vector: Vectors, k: int) -> list[tuple[int, float]]:
         """The ``k`` nearest chunk keys by cosine: exact below ``hnsw_threshold`` chunks, HNSW above.

@@ -1,10 +1,11 @@
 """The tables of a knowledge-base database, and how a new database gets them.
 
-One file holds everything: ``meta`` (schema version, store generation, embedder and dimension, the
-recorded configuration), ``documents`` (with their canonical text), ``units``, ``chunks`` (offsets into
-the document text, and the text itself), ``headers`` and ``vectors`` (one row per chunk) and the FTS5
-table ``chunks_fts`` over header + text. Everything but the FTS5 table and the sidecar indexes beside the
-file is stored data; those are derived, and ``repair`` rebuilds them from it.
+One file holds everything: ``meta`` (schema version, store generation, count of removed vectors,
+embedder and dimension, the recorded configuration), ``documents`` (with their canonical text),
+``units``, ``chunks`` (offsets into the document text, and the text itself), ``headers`` and ``vectors``
+(one row per chunk) and the FTS5 table ``chunks_fts`` over header + text. Everything but the FTS5 table
+and the sidecar indexes beside the file is stored data; those are derived, and ``repair`` rebuilds them
+from it.
 
 FTS5 indexes the terms of :func:`chunkwise.terms.index_terms` (folded and stemmed in Python, joined by
 spaces, split again by FTS5's ``ascii`` tokenizer, which keeps them as they are: :func:`fts_body`), so
@@ -53,6 +54,16 @@ CREATE TABLE IF NOT EXISTS vectors (
 {FTS_TABLE};
 """
 
+#: Counts, in ``meta``'s ``removals``, the vectors ever removed. A reader whose count has not changed
+#: knows every vector it holds is still stored as it was, so it reads only the rows added since: those
+#: with keys above its largest (SQLite gives a new row the largest key + 1; it reuses a key only after
+#: the rows with the largest keys were removed, which this counts). Installed in every store opened for
+#: writing (:func:`count_removals`); a store without it is read whole after each write.
+REMOVALS_TRIGGER = (
+    "CREATE TRIGGER IF NOT EXISTS count_removals AFTER DELETE ON vectors BEGIN "
+    "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'removals'; END"
+)
+
 #: Columns of the stored tables, in the order rows are read back and written again.
 DOCUMENT_COLUMNS = "doc_id, source, title, format, content_hash, fingerprint, summary, metadata, text"
 UNIT_COLUMNS = 'doc_id, unit_id, kind, start, "end", level, parent, page'
@@ -68,7 +79,14 @@ def create_schema(db: sqlite3.Connection, generation: int = 0) -> None:
             db.execute(statement)
     db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
     db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (str(generation),))
+    count_removals(db)
     db.execute("COMMIT")
+
+
+def count_removals(db: sqlite3.Connection) -> None:
+    """Install :data:`REMOVALS_TRIGGER` and its counter in ``db`` (inside the caller's transaction)."""
+    db.execute("INSERT OR IGNORE INTO meta VALUES ('removals', '0')")
+    db.execute(REMOVALS_TRIGGER)
 
 
 def fts_body(header: str, text: str) -> str:
