@@ -4,6 +4,8 @@ unsupported uploads, unknown ids, a full ingest queue and a request past its tim
 
 from __future__ import annotations
 
+import os
+import signal
 import sqlite3
 import time
 from collections.abc import Iterator
@@ -14,7 +16,7 @@ import pytest
 
 from chunkwise.server import ServerSettings, create_app
 from chunkwise.store.sqlite import DB_NAME
-from tests.support.server import error_of, running_app, upload, wait_job
+from tests.support.server import error_of, running_app, upload, wait_job, writer_processes
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01"
 
@@ -164,6 +166,40 @@ def test_a_full_queue_answers_429_and_a_slow_request_504(tmp_path: Path, data_di
             'chunkwise_http_requests_total{method="POST",route="/v1/documents",status="429"} 1.0' in metrics
         )
         assert 'chunkwise_ingest_jobs_total{status="done"} 2.0' in metrics
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the writer in Linux's /proc")
+def test_a_writer_process_that_dies_fails_its_job_and_the_next_job_gets_a_new_one(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """The writer is held mid-job by another process's write lock, then killed: its job fails with an
+    internal error (no traceback in the response), the store holds nothing of it, and the next job is
+    stored by a writer started in its place."""
+    kb = tmp_path / "kb"
+    before = set(writer_processes(os.getpid()))
+    with running_app(create_app(kb)) as url, httpx.Client(base_url=url, timeout=600) as http:
+        (writer,) = set(writer_processes(os.getpid())) - before
+        lock = sqlite3.connect(kb / DB_NAME, isolation_level=None)
+        lock.execute("BEGIN IMMEDIATE")
+        try:
+            doc = upload(data_dir / "formats" / "accessories.md")
+            job = http.post("/v1/documents", files=doc).json()
+            while http.get(f"/v1/jobs/{job['id']}").json()["status"] == "queued":
+                time.sleep(0.01)
+            os.kill(writer, signal.SIGKILL)
+            failed = wait_job(http, job["id"])
+        finally:
+            lock.execute("ROLLBACK")
+            lock.close()
+        assert failed["status"] == "failed"
+        assert failed["error"] == {
+            "type": "internal",
+            "message": "the writer process died (the server's log has it)",
+        }
+        assert http.get("/v1/documents").json()["documents"] == []
+        again = wait_job(http, http.post("/v1/documents", files=doc).json()["id"])
+        assert again["result"]["added"] == ["accessories.md"]
+        assert writer not in writer_processes(os.getpid())
 
 
 def test_every_typed_error_has_its_status() -> None:

@@ -1,6 +1,6 @@
 """``chunkwise serve`` as a user runs it: the README's curl examples against a real server process, the
-refusals that exit 2 with one line, and a ``kill -9`` in the middle of an ingest job, after which the
-store is consistent and the job can be sent again."""
+refusals that exit 2 with one line, and a ``kill -9`` in the middle of an ingest job, which ends the
+server's writer process too, after which the store is consistent and the job can be sent again."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import pytest
 from chunkwise.store.sqlite import SQLiteStore
 from tests.support.cli import run_chunkwise
 from tests.support.readme import console_commands, matches, readme_blocks, run_console, starts_a_server
-from tests.support.server import serve_process, upload, wait_job
+from tests.support.server import serve_process, upload, wait_job, writer_processes
 
 REPO = Path(__file__).resolve().parents[2]
 README_PORT = "localhost:8000"
@@ -60,6 +60,7 @@ def test_the_readme_curl_examples(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="reads processes from Linux's /proc")
 def test_kill_9_mid_ingest_leaves_a_consistent_store_and_the_job_can_be_sent_again(
     tmp_path: Path, data_dir: Path
 ) -> None:
@@ -67,10 +68,16 @@ def test_kill_9_mid_ingest_leaves_a_consistent_store_and_the_job_can_be_sent_aga
     files = sorted((data_dir / "formats").iterdir())
     with serve_process("--kb", str(kb)) as (url, process), httpx.Client(base_url=url, timeout=600) as http:
         job = http.post("/v1/documents", files=upload(*files)).json()
+        writers = writer_processes(process.pid)
+        assert len(writers) == 1  # the writer process, started with the server
         while not http.get(f"/v1/jobs/{job['id']}").json()["events"]:
             time.sleep(0.05)  # at least one document handled, more on their way
         process.kill()
         process.wait()
+    deadline = time.monotonic() + 60
+    while Path(f"/proc/{writers[0]}").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not Path(f"/proc/{writers[0]}").exists(), "the writer outlived the server"
     with SQLiteStore(kb) as store:
         assert store.check() == []
         stored = store.counts()["documents"]

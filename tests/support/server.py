@@ -143,3 +143,18 @@ def without_timings(value: Any) -> Any:
     if isinstance(value, list):
         return [without_timings(v) for v in value]
     return value
+
+
+def writer_processes(pid: int) -> list[int]:
+    """The ingest writer processes (:mod:`chunkwise.server.writer`) that process ``pid`` started: its
+    children started by ``multiprocessing``'s spawn (Linux's /proc; empty elsewhere)."""
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            parent = int(stat.read_text().rsplit(")", 1)[1].split()[1])
+            command = (stat.parent / "cmdline").read_bytes()
+        except OSError:
+            continue  # it ended while we looked
+        if parent == pid and b"spawn_main" in command:
+            found.append(int(stat.parent.name))
+    return found

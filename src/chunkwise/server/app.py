@@ -10,11 +10,12 @@ Endpoints (``/openapi.json`` describes each; the page at ``/`` lists them too):
   ``segments --json`` and ``ask --json``;
 - ``GET /v1/chunkers`` (names and default parameters), ``GET /healthz``, ``GET /metrics``.
 
-Concurrency: one writer thread stores ingest jobs (:mod:`.jobs`) on its own store connection while readers
-search on another (SQLite in WAL mode and PostgreSQL both let them proceed at once); at most ``readers``
-requests compute at once, each in a worker thread, each as one run with its own
-:class:`~chunkwise.models.Models` (so its ``accounting`` and budget are its own). Every request's body is
-limited in size, every computing request in time, and errors are JSON (:mod:`.errors`).
+Concurrency: one writer process stores ingest jobs (:mod:`.jobs`, :mod:`.writer`) on its own store
+connection, at a lower CPU priority, while readers search on another (SQLite in WAL mode and PostgreSQL
+both let them proceed at once); at most ``readers`` requests compute at once, each in a worker thread,
+each as one run with its own :class:`~chunkwise.models.Models` (so its ``accounting`` and budget are its
+own). Every request's body is limited in size, every computing request in time, and errors are JSON
+(:mod:`.errors`).
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ class Service:
         self.reader = open_store(location)
         self.reader.settings = self.writer.store.settings
         self.jobs = IngestQueue(
-            self.writer.store,
+            location,
             self.config,
             size=settings.queue_size,
             keep=settings.keep_jobs,
@@ -136,7 +137,7 @@ def create_app(
 
     ``config``: the pipeline configuration (``None``: the one recorded in the store, else the defaults).
     ``settings``: the key and limits (:class:`ServerSettings` defaults: no key, 32 MiB bodies, 120 s).
-    The stores open and the writer thread starts when the app starts; both stop when it stops.
+    The stores open and the writer process starts when the app starts; both stop when it stops.
     """
     settings = settings or ServerSettings()
     holder: dict[str, Service] = {}

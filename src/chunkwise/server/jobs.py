@@ -1,10 +1,12 @@
-"""Ingest jobs: uploads queued in a bounded queue and stored by one writer thread, one job at a time.
+"""Ingest jobs: uploads queued in a bounded queue and stored by one writer, one job at a time.
 
 One writer is all a store takes (SQLite serialises writers anyway, and one at a time keeps the order of
-jobs the order of requests), while readers search the same store on their own connection. Each job is
-one run: its own :class:`~chunkwise.models.Models` (one ledger, one budget) and one ingest pipeline over
-the writer's store, each document in its own transaction, so a crash or ``kill -9`` leaves every
-document whole or absent and a job sent again stores what is missing and skips the rest.
+jobs the order of requests), while readers search the same store on their own connection. The writer is
+a process of its own (:mod:`.writer`), so ingesting never holds the readers' GIL and runs at a lower CPU
+priority than searches; a thread of the server hands it one job at a time and records its progress.
+Each job is one run: its own :class:`~chunkwise.models.Models` (one ledger, one budget) and one ingest
+pipeline, each document in its own transaction, so a crash or ``kill -9`` leaves every document whole or
+absent and a job sent again stores what is missing and skips the rest.
 
 Jobs live in memory: after a restart their ids are unknown (404) and a client sends the files again.
 """
@@ -22,17 +24,11 @@ import time
 from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Literal
 
 from chunkwise.config import PipelineConfig
-from chunkwise.errors import ChunkwiseError
-from chunkwise.ingest.pipeline import IngestPipeline
-from chunkwise.ingest.report import IngestEvent
-from chunkwise.kb import record_config
-from chunkwise.models.context import Models
-from chunkwise.results import ingest_body
-from chunkwise.server.errors import typed_status
-from chunkwise.store.protocol import Store
+from chunkwise.server.writer import WriterProcess
 
 logger = logging.getLogger("chunkwise.server")
 
@@ -50,10 +46,6 @@ class QueueFullError(Exception):
     def __init__(self, retry_after: int) -> None:
         super().__init__(f"the ingest queue is full; retry in {retry_after} s")
         self.retry_after = retry_after
-
-
-class _StoppingError(Exception):
-    """Raised between two documents of a running job when the server shuts down."""
 
 
 @dataclass
@@ -92,7 +84,7 @@ class Job:
 
 
 class IngestQueue:
-    """The bounded job queue and its writer thread over ``store``.
+    """The bounded job queue, and the thread that hands its jobs to the writer process over ``location``.
 
     ``on_finish`` is told about every finished job and the accounting of its model calls (the server
     counts both).
@@ -100,36 +92,38 @@ class IngestQueue:
 
     def __init__(
         self,
-        store: Store,
+        location: str | Path,
         config: PipelineConfig,
         *,
         size: int,
         keep: int,
         on_finish: Callable[[Job, dict[str, Any]], None],
     ) -> None:
-        self.store = store
-        self.config = config
         self.keep = keep
         self.on_finish = on_finish
+        self._writer = WriterProcess(location, config)
         self._queue: queue.Queue[Job | None] = queue.Queue(maxsize=size)
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()
         self._stopping = threading.Event()
         self._durations: deque[float] = deque(maxlen=20)
         self._counter = itertools.count(1)
-        self._thread = threading.Thread(target=self._work, name="chunkwise-writer", daemon=True)
+        self._thread = threading.Thread(target=self._work, name="chunkwise-jobs", daemon=True)
 
     def start(self) -> None:
-        """Start the writer thread."""
+        """Start the writer process and the thread that feeds it."""
+        self._writer.start()
         self._thread.start()
 
     def stop(self, timeout: float = 30.0) -> None:
         """Stop after the document being stored (a running job ends ``cancelled``); queued jobs stay
         queued and are forgotten with the process."""
         self._stopping.set()
+        self._writer.stopping()
         with contextlib.suppress(queue.Full):  # a full queue: the flag alone stops the thread
             self._queue.put_nowait(None)
         self._thread.join(timeout)
+        self._writer.stop(timeout)
 
     @property
     def depth(self) -> int:
@@ -174,29 +168,11 @@ class IngestQueue:
 
     def _run(self, job: Job) -> None:
         job.status, job.started = "running", time.time()
-        models = Models(self.config.models)
-
-        def on_progress(event: IngestEvent) -> None:
-            job.events.append({"source": event.source, "status": event.status, "chunks": event.chunks})
-            if self._stopping.is_set():
-                raise _StoppingError
-
-        try:
-            record_config(self.store, self.config)
-            report = IngestPipeline(self.store, models, self.config).add_bytes(job.files, on_progress)
-            job.result = ingest_body(report, models, self.store)
-            job.status = "done"
-        except _StoppingError:
-            job.status = "cancelled"
-            job.error = {"type": "cancelled", "message": "the server stopped; send the files again"}
-        except ChunkwiseError as exc:
-            job.status = "failed"
-            job.error = {"type": typed_status(exc)[1], "message": str(exc)}
-        except Exception as exc:  # the writer thread must outlive a bug in one job; the log has it
-            logger.error("ingest job %s failed", job.id, exc_info=exc)
-            job.status = "failed"
-            job.error = {"type": "internal", "message": "internal error (the server's log has the details)"}
+        end = self._writer.run(job.files, job.events.append)
+        if end["traceback"]:
+            logger.error("ingest job %s failed:\n%s", job.id, end["traceback"])
+        job.status, job.result, job.error = end["status"], end["result"], end["error"]
         job.finished = time.time()
         job.files = [(name, b"") for name, _ in job.files]  # the uploads are stored; free their memory
         self._durations.append(job.finished - job.started)
-        self.on_finish(job, models.accounting())
+        self.on_finish(job, end["accounting"])

@@ -1,0 +1,188 @@
+"""The ingest writer's own process: it parses, chunks, embeds and stores the server's ingest jobs, one at a
+time, on its own connection to the store.
+
+Why a process and not a thread of the server: ingesting is CPU work (parsing and chunking hold Python's
+GIL, embedding holds the cores), and in the server's process it made every search wait behind it (on two
+cores, a search's p99 under a steady ingest was 20 times its p50 alone). In a process of its own the
+writer shares no GIL with the readers, and it runs at a lower CPU priority (``nice``), so the operating
+system gives a core to a search first and the rest to ingesting. Readers see each stored document as
+soon as it commits: the store's generation counter tells them to reload (:mod:`chunkwise.store.sqlite`),
+PostgreSQL reads the committed rows.
+
+The two processes speak over a pipe. The server sends a job as its uploads, ``(name, content)`` pairs;
+the writer answers with ``("event", {...})`` for each file handled and one
+``("end", {...})`` per job (status, result or error, the accounting of its model calls and, for a bug,
+the traceback for the server's log). The writer stops between two documents when the server asks
+(``stopping``) or when the server is gone (its parent process changed: a ``kill -9`` of the server), so
+an interrupted job leaves each document whole or absent, as a job sent again expects.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import multiprocessing
+import os
+import signal
+import sys
+import traceback
+from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.context import SpawnProcess
+from multiprocessing.synchronize import Event
+from pathlib import Path
+from typing import Any
+
+from chunkwise.config import PipelineConfig
+from chunkwise.errors import ChunkwiseError
+from chunkwise.ingest.pipeline import IngestPipeline
+from chunkwise.ingest.report import IngestEvent
+from chunkwise.kb import KnowledgeBase, record_config
+from chunkwise.models.context import Models
+from chunkwise.results import ingest_body
+from chunkwise.server.errors import typed_status
+
+#: How much lower than the server the writer runs (``nice`` increment; 19 is the lowest priority).
+WRITER_NICENESS = 10
+#: Linux's ``prctl`` option that sends a signal to a process when the thread that started it ends.
+PR_SET_PDEATHSIG = 1
+
+
+class _StoppingError(Exception):
+    """Raised between two documents of a running job when the server shuts down or is gone."""
+
+
+class WriterProcess:
+    """The writer process of one server: started with :meth:`start`, given jobs with :meth:`run`."""
+
+    def __init__(self, location: str | Path, config: PipelineConfig) -> None:
+        self.location = location
+        self.config = config
+        self._context = multiprocessing.get_context("spawn")
+        self._stopping: Event = self._context.Event()
+        self._process: SpawnProcess | None = None
+        self._conn: Connection | None = None
+
+    def start(self) -> None:
+        """Start the process (a fresh one: it imports chunkwise and opens the store; the models load on
+        the first job)."""
+        ours, theirs = self._context.Pipe()
+        process = self._context.Process(
+            target=_serve,
+            args=(theirs, self.location, self.config, self._stopping, os.getpid()),
+            name="chunkwise-writer",
+            daemon=True,
+        )
+        process.start()
+        theirs.close()
+        self._process, self._conn = process, ours
+
+    def run(
+        self, files: list[tuple[str, bytes]], on_event: Callable[[dict[str, Any]], None]
+    ) -> dict[str, Any]:
+        """Store ``files`` as one job; ``on_event`` gets each file's event as it is handled. Returns the
+        job's end (``status``, ``result``, ``error``, ``accounting``, ``traceback``). A writer that died
+        meanwhile is restarted for the next job, and this one ends ``failed``."""
+        if self._process is None or not self._process.is_alive():
+            self.start()
+        assert self._conn is not None
+        try:
+            self._conn.send(files)
+            while True:
+                kind, body = self._conn.recv()
+                if kind == "end":
+                    return dict(body)
+                on_event(body)
+        except (EOFError, OSError):
+            code = self._process.exitcode if self._process is not None else None
+            self._process = None
+            return {
+                "status": "failed",
+                "result": None,
+                "error": {"type": "internal", "message": "the writer process died (the server's log has it)"},
+                "accounting": {},
+                "traceback": f"the writer process ended with exit code {code}",
+            }
+
+    def stopping(self) -> None:
+        """Tell a running job to stop after the document it is storing (it still sends its end)."""
+        self._stopping.set()
+
+    def stop(self, timeout: float) -> None:
+        """Stop the writer: no job after this, the running one ends after its document; wait ``timeout``
+        seconds for the process to end, then end it."""
+        self._stopping.set()
+        if self._conn is not None:
+            with contextlib.suppress(OSError):
+                self._conn.close()
+        if self._process is not None:
+            self._process.join(timeout)
+            if self._process.is_alive():
+                self._process.kill()
+                self._process.join(timeout)
+
+
+def _serve(
+    conn: Connection, location: str | Path, config: PipelineConfig, stopping: Event, parent: int
+) -> None:
+    """The writer process: take jobs from ``conn`` until it closes, answer each as the module says."""
+    _die_with_server(parent)
+    with contextlib.suppress(OSError):  # a platform or a sandbox that refuses: run at the same priority
+        os.nice(WRITER_NICENESS)
+    with KnowledgeBase(location, config) as kb:
+        while True:
+            try:
+                files = conn.recv()
+            except (EOFError, OSError):
+                return  # the server closed the pipe or is gone
+            end = _run_job(kb, files, lambda event: conn.send(("event", event)), stopping, parent)
+            try:
+                conn.send(("end", end))
+            except OSError:
+                return
+
+
+def _die_with_server(parent: int) -> None:
+    """On Linux, have the kernel kill this process the moment the server's ends, so a ``kill -9`` of the
+    server ends its writer too, mid-document if need be (SQLite and PostgreSQL roll that document's
+    transaction back): nothing of the server goes on writing after it is gone. Elsewhere the writer
+    notices between two documents (:func:`_run_job`)."""
+    if sys.platform == "linux":
+        with contextlib.suppress(OSError, AttributeError):
+            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+    if os.getppid() != parent:  # the server was gone before the request took effect
+        os._exit(0)
+
+
+def _run_job(
+    kb: KnowledgeBase,
+    files: list[tuple[str, bytes]],
+    send: Callable[[dict[str, Any]], None],
+    stopping: Event,
+    parent: int,
+) -> dict[str, Any]:
+    """One job over ``kb``'s store with a model context of its own (one ledger, one budget)."""
+    models = Models(kb.config.models)
+
+    def on_progress(event: IngestEvent) -> None:
+        send({"source": event.source, "status": event.status, "chunks": event.chunks})
+        if stopping.is_set() or os.getppid() != parent:
+            raise _StoppingError
+
+    end: dict[str, Any] = {"status": "done", "result": None, "error": None, "traceback": None}
+    try:
+        record_config(kb.store, kb.config)
+        report = IngestPipeline(kb.store, models, kb.config).add_bytes(files, on_progress)
+        end["result"] = ingest_body(report, models, kb.store)
+    except _StoppingError:
+        end["status"] = "cancelled"
+        end["error"] = {"type": "cancelled", "message": "the server stopped; send the files again"}
+    except ChunkwiseError as exc:
+        end["status"] = "failed"
+        end["error"] = {"type": typed_status(exc)[1], "message": str(exc)}
+    except Exception:  # the writer must outlive a bug in one job; the server's log gets the traceback
+        end["status"] = "failed"
+        end["error"] = {"type": "internal", "message": "internal error (the server's log has the details)"}
+        end["traceback"] = traceback.format_exc()
+    end["accounting"] = models.accounting()
+    return end
