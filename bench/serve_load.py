@@ -1,18 +1,25 @@
 """``chunkwise serve`` under load and under ``kill -9``: latency, throughput, errors, and a consistent store.
 
-Setup: the sample documents and the test formats folder (26 documents) in a fresh knowledge base (fast
-preset, bundled int8 MiniLM), served by ``chunkwise serve`` in its own process on 127.0.0.1; the
+Setup: the sample documents and the test formats folder (26 documents) in a fresh knowledge base (the
+default preset: bge-small INT8), served by ``chunkwise serve`` in its own process on 127.0.0.1; the
 questions of ``tests/data/eval/rmc_mini``.
 
 1. **Lone client**: one client sends searches (k = 5) one after another for ``--lone`` seconds: p50/p99.
-2. **Load**: ``--clients`` (32) clients search as fast as they can for ``--seconds`` (60) while one more
-   client ingests: it uploads the Markdown and HTML test files, each with a line naming the round added
-   (so every round is new content to parse, chunk and embed), waits for the job, and starts again. Per
-   search: latency; overall: p50/p99, throughput, the statuses seen (the goal: no 5xx; p99 within 5× the
-   lone client's p50), and the ingest jobs completed.
-3. **kill -9**: a job of every test file is sent, the server is killed with SIGKILL once the job has
-   stored a document, the store is checked (``SQLiteStore.check``), the server restarted, the same job
-   sent again: it completes, skipping what was stored, and the store is checked again.
+2. **Capacity**: ``--clients`` (32) clients search as fast as they can (closed loop: each sends its next
+   search when the last is answered) for ``--seconds`` (60) while one more client ingests: it uploads the
+   Markdown and HTML test files, each with a line naming the round added (so every round is new content
+   to parse, chunk and embed), waits for the job, and starts again. Per search: latency; overall:
+   p50/p99, throughput, the statuses seen, and the ingest jobs completed.
+3. **Paced load**: the same clients and ingest, each client now sending searches on a fixed schedule so
+   that together they offer ``--utilisation`` (0.5) of phase 2's throughput; a search's latency counts
+   from when it was due, so a queue cannot hide by slowing the clients down. The goal: no 5xx and p99
+   within 5× the lone client's p50. (With closed-loop clients and no pause between searches, the goal
+   cannot hold on a machine with fewer cores than a fifth of the clients: 32 clients sharing 2 cores
+   each wait for about 16 searches' work, whatever a search costs.)
+4. **kill -9**: a job of three revisions of every test file is sent, the server is killed with SIGKILL as
+   soon as the job has stored its first document, the store is checked (``SQLiteStore.check``), the
+   server restarted, the same job sent again: it completes, skipping what was stored, and the store is
+   checked again.
 
 Clients and server share the machine (two cores here), so the clients' own work is part of the numbers.
 
@@ -47,6 +54,8 @@ RESULTS = REPO / "bench" / "results" / "serve_load.json"
 FORMATS = REPO / "tests" / "data" / "formats"
 QUERIES = REPO / "tests" / "data" / "eval" / "rmc_mini" / "queries.jsonl"
 PATIENCE_S = 600.0
+#: Revisions of every test file sent as the job that is killed: enough documents that it is mid-way.
+KILL_ROUNDS = 3
 
 
 def free_port() -> int:
@@ -119,18 +128,32 @@ async def search_client(
     *,
     latencies: list[float],
     codes: Counter[int],
+    interval: float | None = None,
+    offset: float = 0.0,
 ) -> None:
-    """Search, query after query, until ``deadline``; record each latency and status."""
+    """Search, query after query, until ``deadline``; record each latency and status.
+
+    ``interval`` None: closed loop, the next search as soon as the last is answered. Otherwise paced: the
+    ``n``-th search is due at ``offset + n × interval`` seconds after the start, sent then (at once when
+    the client is behind), and its latency counts from when it was due, so time spent waiting for an
+    earlier answer is part of it (a slow server cannot hide its queue by slowing the clients down).
+    """
     i = start
+    began = time.perf_counter()
+    due = began + offset
     while time.monotonic() < deadline:
-        began = time.perf_counter()
+        if interval is not None:
+            await asyncio.sleep(max(0.0, due - time.perf_counter()))
+        sent = time.perf_counter() if interval is None else due
         try:
             response = await http.post("/v1/search", json={"query": queries[i % len(queries)], "k": 5})
             codes[response.status_code] += 1
         except httpx.TransportError:
             codes[0] += 1
             continue
-        latencies.append(time.perf_counter() - began)
+        finally:
+            due += interval or 0.0
+        latencies.append(time.perf_counter() - sent)
         i += 1
 
 
@@ -156,8 +179,54 @@ async def ingest_client(http: httpx.AsyncClient, deadline: float, jobs: Counter[
             await asyncio.sleep(0.2)
 
 
-async def load(url: str, queries: list[str], clients: int, seconds: float, lone: float) -> dict[str, Any]:
-    """Phase 1 (lone client) and phase 2 (clients searching while one ingests)."""
+async def under_load(
+    http: httpx.AsyncClient, queries: list[str], clients: int, seconds: float, rate: float | None
+) -> dict[str, Any]:
+    """``clients`` searching (closed loop when ``rate`` is None, else ``rate`` searches/s in all) while
+    one more client ingests, for ``seconds``."""
+    latencies: list[float] = []
+    codes: Counter[int] = Counter()
+    jobs: Counter[str] = Counter()
+    interval = clients / rate if rate else None
+    deadline = time.monotonic() + seconds
+    began = time.perf_counter()
+    await asyncio.gather(
+        ingest_client(http, deadline, jobs),
+        *(
+            search_client(
+                http,
+                queries,
+                i,
+                deadline,
+                latencies=latencies,
+                codes=codes,
+                interval=interval,
+                offset=(interval or 0.0) * i / clients,
+            )
+            for i in range(clients)
+        ),
+    )
+    elapsed = time.perf_counter() - began
+    return {
+        "clients": clients,
+        "offered_per_s": round(rate, 1) if rate else None,
+        "seconds": round(elapsed, 1),
+        "searches": len(latencies),
+        "throughput_per_s": round(len(latencies) / elapsed, 1),
+        "p50_ms": pct(latencies, 50),
+        "p99_ms": pct(latencies, 99),
+        "statuses": {str(k): v for k, v in sorted(codes.items())},
+        "errors": sum(v for k, v in codes.items() if k != 200),
+        "server_errors_5xx": sum(v for k, v in codes.items() if k >= 500),
+        "ingest_jobs": dict(jobs),
+    }
+
+
+async def load(
+    url: str, queries: list[str], clients: int, seconds: float, *, lone: float, utilisation: float
+) -> dict[str, Any]:
+    """Phase 1 (lone client), 2 (closed-loop clients while one ingests: the capacity) and 3 (the same
+    clients paced at ``utilisation`` of that capacity while one ingests)."""
     limits = httpx.Limits(max_connections=clients + 4)
     async with httpx.AsyncClient(base_url=url, timeout=PATIENCE_S, limits=limits) as http:
         for query in queries[:3]:  # warm up: the embedder loads on the first search
@@ -167,52 +236,31 @@ async def load(url: str, queries: list[str], clients: int, seconds: float, lone:
         await search_client(
             http, queries, 0, time.monotonic() + lone, latencies=lone_latencies, codes=lone_codes
         )
-        latencies: list[float] = []
-        codes: Counter[int] = Counter()
-        jobs: Counter[str] = Counter()
-        deadline = time.monotonic() + seconds
-        began = time.perf_counter()
-        await asyncio.gather(
-            ingest_client(http, deadline, jobs),
-            *(
-                search_client(http, queries, i, deadline, latencies=latencies, codes=codes)
-                for i in range(clients)
-            ),
-        )
-        elapsed = time.perf_counter() - began
+        saturated = await under_load(http, queries, clients, seconds, None)
+        paced = await under_load(http, queries, clients, seconds, utilisation * saturated["throughput_per_s"])
     lone_p50 = pct(lone_latencies, 50)
-    p99 = pct(latencies, 99)
+    for phase in (saturated, paced):
+        phase["p99_over_lone_p50"] = round(phase["p99_ms"] / lone_p50, 1)
     return {
         "lone": {"searches": len(lone_latencies), "p50_ms": lone_p50, "p99_ms": pct(lone_latencies, 99)},
-        "load": {
-            "clients": clients,
-            "seconds": round(elapsed, 1),
-            "searches": len(latencies),
-            "throughput_per_s": round(len(latencies) / elapsed, 1),
-            "p50_ms": pct(latencies, 50),
-            "p99_ms": p99,
-            "statuses": {str(k): v for k, v in sorted(codes.items())},
-            "errors": sum(v for k, v in codes.items() if k != 200),
-            "server_errors_5xx": sum(v for k, v in codes.items() if k >= 500),
-            "p99_over_lone_p50": round(p99 / lone_p50, 1),
-            "ingest_jobs": dict(jobs),
-        },
+        "load": saturated,
+        "paced": {**paced, "utilisation": utilisation},
     }
 
 
 def kill_mid_ingest(kb: Path, workdir: Path) -> dict[str, Any]:
     """Phase 3: SIGKILL during a job, check the store, restart, send the job again, check again."""
     files = sorted(FORMATS.iterdir())
-    uploads = [("files", revised(path, 0)) for path in files]
+    uploads = [("files", revised(path, round_)) for round_ in range(-KILL_ROUNDS, 0) for path in files]
     with SQLiteStore(kb) as store:
         before = store.counts()["documents"]
     server = Server(kb, workdir)
     server.start()
     with httpx.Client(base_url=server.url, timeout=PATIENCE_S) as http:
         job = http.post("/v1/documents", files=uploads).json()
-        while not http.get(f"/v1/jobs/{job['id']}").json()["events"]:
-            time.sleep(0.05)
-        server.stop(signal.SIGKILL)
+        while not any(e["status"] == "added" for e in http.get(f"/v1/jobs/{job['id']}").json()["events"]):
+            time.sleep(0.01)
+        server.stop(signal.SIGKILL)  # the first document is stored: the job is under way
     with SQLiteStore(kb) as store:
         after_kill = {"problems": store.check(), "stored_by_the_job": store.counts()["documents"] - before}
     server = Server(kb, workdir)
@@ -226,7 +274,7 @@ def kill_mid_ingest(kb: Path, workdir: Path) -> dict[str, Any]:
     with SQLiteStore(kb) as store:
         after_resend = {"problems": store.check(), "stored_by_the_job": store.counts()["documents"] - before}
     return {
-        "files": len(files),
+        "files": len(uploads),
         "after_kill": after_kill,
         "resent_job": {
             "status": state["status"],
@@ -240,19 +288,31 @@ def kill_mid_ingest(kb: Path, workdir: Path) -> dict[str, Any]:
 
 def table(results: dict[str, Any]) -> str:
     """The Markdown table of the README."""
-    lone, load_ = results["lone"], results["load"]
+    lone, saturated, paced = results["lone"], results["load"], results["paced"]
     kill = results["kill_9"]
+
+    def phase(name: str, run: dict[str, Any]) -> list[str]:
+        return [
+            f"| {name}: searches in {run['seconds']:.0f} s "
+            f"| {run['searches']} ({run['throughput_per_s']}/s) |",
+            f"| {name}: p50 / p99 | {run['p50_ms']} / {run['p99_ms']} ms "
+            f"({run['p99_over_lone_p50']}× the lone p50) |",
+            f"| {name}: errors (5xx); ingest jobs done (documents) | {run['errors']} "
+            f"({run['server_errors_5xx']}); {run['ingest_jobs'].get('done', 0)} "
+            f"({run['ingest_jobs'].get('documents', 0)}) |",
+        ]
+
     rows = [
         "| measure | value |",
         "|---|---|",
-        f"| lone client: searches, p50 / p99 | {lone['searches']}, {lone['p50_ms']} / {lone['p99_ms']} ms |",
-        f"| {load_['clients']} clients + 1 ingesting, {load_['seconds']:.0f} s: searches "
-        f"| {load_['searches']} ({load_['throughput_per_s']}/s) |",
-        f"| under load: p50 / p99 | {load_['p50_ms']} / {load_['p99_ms']} ms "
-        f"({load_['p99_over_lone_p50']}× the lone p50) |",
-        f"| errors (5xx) | {load_['errors']} ({load_['server_errors_5xx']}) |",
-        f"| ingest jobs done under load (documents) | {load_['ingest_jobs'].get('done', 0)} "
-        f"({load_['ingest_jobs'].get('documents', 0)}) |",
+        f"| one client alone: searches, p50 / p99 "
+        f"| {lone['searches']}, {lone['p50_ms']} / {lone['p99_ms']} ms |",
+        *phase(f"{saturated['clients']} clients, closed loop, + 1 ingesting", saturated),
+        *phase(
+            f"{paced['clients']} clients at {paced['offered_per_s']}/s in all "
+            f"({paced['utilisation']:.0%} of that), + 1 ingesting",
+            paced,
+        ),
         "| kill -9 mid-job: its documents stored, store problems | "
         f"{kill['after_kill']['stored_by_the_job']} of "
         f"{kill['files']}, {len(kill['after_kill']['problems'])} |",
@@ -268,6 +328,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--seconds", type=float, default=60.0)
     parser.add_argument("--lone", type=float, default=20.0, help="seconds of the lone client")
+    parser.add_argument(
+        "--utilisation",
+        type=float,
+        default=0.5,
+        help="the paced phase's rate, as a share of the closed-loop phase's throughput",
+    )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
     queries = [json.loads(line)["query"] for line in QUERIES.read_text(encoding="utf-8").splitlines() if line]
@@ -293,7 +359,16 @@ def main() -> None:
         server = Server(kb, workdir)
         server.start()
         try:
-            results = asyncio.run(load(server.url, queries, args.clients, args.seconds, args.lone))
+            results = asyncio.run(
+                load(
+                    server.url,
+                    queries,
+                    args.clients,
+                    args.seconds,
+                    lone=args.lone,
+                    utilisation=args.utilisation,
+                )
+            )
         finally:
             server.stop()
         results["kill_9"] = kill_mid_ingest(kb, workdir)
