@@ -7,15 +7,17 @@ questions of ``tests/data/eval/rmc_mini``.
 1. **Lone client**: one client sends searches (k = 5) one after another for ``--lone`` seconds: p50/p99.
 2. **Capacity**: ``--clients`` (32) clients search as fast as they can (closed loop: each sends its next
    search when the last is answered) for ``--seconds`` (60) while one more client ingests: it uploads the
-   Markdown and HTML test files, each with a line naming the round added (so every round is new content
-   to parse, chunk and embed), waits for the job, and starts again. Per search: latency; overall:
-   p50/p99, throughput, the statuses seen, and the ingest jobs completed.
+   Markdown and HTML test files, each with a line naming the round added (so every round is a new
+   version of each document to parse, chunk, embed and store in place of the last: the store keeps its
+   size, and the lone client's p50 stays the measure of the same search), waits for the job, and starts
+   again. Per search: latency; overall: p50/p99, throughput, the statuses seen, and the ingest jobs
+   completed.
 3. **Paced load**: the same clients and ingest, each client now sending searches on a fixed schedule so
-   that together they offer ``--utilisation`` (0.5) of phase 2's throughput; a search's latency counts
-   from when it was due, so a queue cannot hide by slowing the clients down. The goal: no 5xx and p99
-   within 5× the lone client's p50. (With closed-loop clients and no pause between searches, the goal
-   cannot hold on a machine with fewer cores than a fifth of the clients: 32 clients sharing 2 cores
-   each wait for about 16 searches' work, whatever a search costs.)
+   that together they offer a share (``--utilisation``: 25% and 50%) of phase 2's throughput; a search's
+   latency counts from when it was due, so a queue cannot hide by slowing the clients down. The goal: no
+   5xx and p99 within 5× the lone client's p50. (With closed-loop clients and no pause between searches,
+   the goal cannot hold on a machine with fewer cores than a fifth of the clients: 32 clients sharing 2
+   cores each wait for about 16 searches' work, whatever a search costs.)
 4. **kill -9**: a job of three revisions of every test file is sent, the server is killed with SIGKILL as
    soon as the job has stored its first document, the store is checked (``SQLiteStore.check``), the
    server restarted, the same job sent again: it completes, skipping what was stored, and the store is
@@ -31,6 +33,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import os
 import platform
@@ -56,6 +59,8 @@ QUERIES = REPO / "tests" / "data" / "eval" / "rmc_mini" / "queries.jsonl"
 PATIENCE_S = 600.0
 #: Revisions of every test file sent as the job that is killed: enough documents that it is mid-way.
 KILL_ROUNDS = 3
+#: Numbers the ingest client's rounds across the phases, so each round's files are new versions.
+ROUNDS = itertools.count(1)
 
 
 def free_port() -> int:
@@ -109,15 +114,16 @@ def pct(values: list[float], q: float) -> float:
     return round(float(np.percentile(np.asarray(values) * 1000, q)), 1) if values else float("nan")
 
 
-def revised(path: Path, round_: int) -> tuple[str, bytes]:
-    """``path`` as an upload with a line naming ``round_`` added (new content, new document id)."""
+def revised(path: Path, round_: int, *, same_id: bool = False) -> tuple[str, bytes]:
+    """``path`` as an upload with a line naming ``round_`` added: new content, under a new document id,
+    or (``same_id``) as a new version of the document ``path`` names."""
     data = path.read_bytes()
     line = f"\n\nRevision {round_} of this document.\n".encode()
     if path.suffix == ".html":
         data = data.replace(b"</body>", b"<p>" + line.strip() + b"</p></body>")
     else:
         data += line
-    return f"r{round_}-{path.name}", data
+    return (path.name if same_id else f"r{round_}-{path.name}"), data
 
 
 async def search_client(
@@ -128,10 +134,12 @@ async def search_client(
     *,
     latencies: list[float],
     codes: Counter[int],
+    failures: Counter[str],
     interval: float | None = None,
     offset: float = 0.0,
 ) -> None:
-    """Search, query after query, until ``deadline``; record each latency and status.
+    """Search, query after query, until ``deadline``; record each latency and status (0: no response,
+    its exception's class counted in ``failures``).
 
     ``interval`` None: closed loop, the next search as soon as the last is answered. Otherwise paced: the
     ``n``-th search is due at ``offset + n × interval`` seconds after the start, sent then (at once when
@@ -148,8 +156,9 @@ async def search_client(
         try:
             response = await http.post("/v1/search", json={"query": queries[i % len(queries)], "k": 5})
             codes[response.status_code] += 1
-        except httpx.TransportError:
+        except httpx.TransportError as exc:
             codes[0] += 1
+            failures[type(exc).__name__] += 1
             continue
         finally:
             due += interval or 0.0
@@ -160,10 +169,9 @@ async def search_client(
 async def ingest_client(http: httpx.AsyncClient, deadline: float, jobs: Counter[str]) -> None:
     """Upload a round of revised Markdown and HTML files, wait for the job, repeat until ``deadline``."""
     files = sorted([*FORMATS.glob("*.md"), *FORMATS.glob("*.html")])
-    round_ = 0
     while time.monotonic() < deadline:
-        round_ += 1
-        uploads = [("files", revised(path, round_)) for path in files]
+        round_ = next(ROUNDS)
+        uploads = [("files", revised(path, round_, same_id=True)) for path in files]
         response = await http.post("/v1/documents", files=uploads)
         if response.status_code != 202:
             jobs[f"refused {response.status_code}"] += 1
@@ -174,7 +182,8 @@ async def ingest_client(http: httpx.AsyncClient, deadline: float, jobs: Counter[
             job = (await http.get(f"/v1/jobs/{job_id}")).json()
             if job["status"] not in ("queued", "running"):
                 jobs[job["status"]] += 1
-                jobs["documents"] += len(job["result"]["added"]) if job["result"] else 0
+                result = job["result"] or {}
+                jobs["documents"] += len(result.get("added", [])) + len(result.get("replaced", []))
                 break
             await asyncio.sleep(0.2)
 
@@ -186,6 +195,7 @@ async def under_load(
     one more client ingests, for ``seconds``."""
     latencies: list[float] = []
     codes: Counter[int] = Counter()
+    failures: Counter[str] = Counter()
     jobs: Counter[str] = Counter()
     interval = clients / rate if rate else None
     deadline = time.monotonic() + seconds
@@ -200,6 +210,7 @@ async def under_load(
                 deadline,
                 latencies=latencies,
                 codes=codes,
+                failures=failures,
                 interval=interval,
                 offset=(interval or 0.0) * i / clients,
             )
@@ -216,6 +227,7 @@ async def under_load(
         "p50_ms": pct(latencies, 50),
         "p99_ms": pct(latencies, 99),
         "statuses": {str(k): v for k, v in sorted(codes.items())},
+        "no_response": dict(failures),
         "errors": sum(v for k, v in codes.items() if k != 200),
         "server_errors_5xx": sum(v for k, v in codes.items() if k >= 500),
         "ingest_jobs": dict(jobs),
@@ -223,10 +235,10 @@ async def under_load(
 
 
 async def load(
-    url: str, queries: list[str], clients: int, seconds: float, *, lone: float, utilisation: float
+    url: str, queries: list[str], clients: int, seconds: float, *, lone: float, utilisation: list[float]
 ) -> dict[str, Any]:
     """Phase 1 (lone client), 2 (closed-loop clients while one ingests: the capacity) and 3 (the same
-    clients paced at ``utilisation`` of that capacity while one ingests)."""
+    clients paced at each share in ``utilisation`` of that capacity while one ingests)."""
     limits = httpx.Limits(max_connections=clients + 4)
     async with httpx.AsyncClient(base_url=url, timeout=PATIENCE_S, limits=limits) as http:
         for query in queries[:3]:  # warm up: the embedder loads on the first search
@@ -234,22 +246,34 @@ async def load(
         lone_latencies: list[float] = []
         lone_codes: Counter[int] = Counter()
         await search_client(
-            http, queries, 0, time.monotonic() + lone, latencies=lone_latencies, codes=lone_codes
+            http,
+            queries,
+            0,
+            time.monotonic() + lone,
+            latencies=lone_latencies,
+            codes=lone_codes,
+            failures=Counter(),
         )
         saturated = await under_load(http, queries, clients, seconds, None)
-        paced = await under_load(http, queries, clients, seconds, utilisation * saturated["throughput_per_s"])
+        paced = [
+            {
+                **await under_load(http, queries, clients, seconds, share * saturated["throughput_per_s"]),
+                "utilisation": share,
+            }
+            for share in utilisation
+        ]
     lone_p50 = pct(lone_latencies, 50)
-    for phase in (saturated, paced):
+    for phase in (saturated, *paced):
         phase["p99_over_lone_p50"] = round(phase["p99_ms"] / lone_p50, 1)
     return {
         "lone": {"searches": len(lone_latencies), "p50_ms": lone_p50, "p99_ms": pct(lone_latencies, 99)},
         "load": saturated,
-        "paced": {**paced, "utilisation": utilisation},
+        "paced": paced,
     }
 
 
 def kill_mid_ingest(kb: Path, workdir: Path) -> dict[str, Any]:
-    """Phase 3: SIGKILL during a job, check the store, restart, send the job again, check again."""
+    """Phase 4: SIGKILL during a job, check the store, restart, send the job again, check again."""
     files = sorted(FORMATS.iterdir())
     uploads = [("files", revised(path, round_)) for round_ in range(-KILL_ROUNDS, 0) for path in files]
     with SQLiteStore(kb) as store:
@@ -308,10 +332,14 @@ def table(results: dict[str, Any]) -> str:
         f"| one client alone: searches, p50 / p99 "
         f"| {lone['searches']}, {lone['p50_ms']} / {lone['p99_ms']} ms |",
         *phase(f"{saturated['clients']} clients, closed loop, + 1 ingesting", saturated),
-        *phase(
-            f"{paced['clients']} clients at {paced['offered_per_s']}/s in all "
-            f"({paced['utilisation']:.0%} of that), + 1 ingesting",
-            paced,
+        *(
+            row
+            for run in paced
+            for row in phase(
+                f"{run['clients']} clients at {run['offered_per_s']}/s in all "
+                f"({run['utilisation']:.0%} of that), + 1 ingesting",
+                run,
+            )
         ),
         "| kill -9 mid-job: its documents stored, store problems | "
         f"{kill['after_kill']['stored_by_the_job']} of "
@@ -331,8 +359,9 @@ def main() -> None:
     parser.add_argument(
         "--utilisation",
         type=float,
-        default=0.5,
-        help="the paced phase's rate, as a share of the closed-loop phase's throughput",
+        nargs="+",
+        default=[0.25, 0.5],
+        help="the paced phases' rates, as shares of the closed-loop phase's throughput",
     )
     parser.add_argument("--out", type=Path, default=RESULTS)
     args = parser.parse_args()
