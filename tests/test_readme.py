@@ -103,3 +103,14 @@ def test_console_examples_print_what_the_readme_shows(tmp_path: Path) -> None:
         assert matches(expected, result.stdout), (
             f"{command}\nexpected:\n{expected}\nprinted:\n{result.stdout}"
         )
+
+
+@pytest.mark.parametrize("index", range(sum(lang == "toml" for lang, _ in readme_blocks())))
+def test_toml_example_is_a_valid_configuration(index: int, tmp_path: Path) -> None:
+    """Each TOML block loads as a configuration (unknown keys and bad values would raise)."""
+    from chunkwise.config import load_config
+
+    body = [body for lang, body in readme_blocks() if lang == "toml"][index]
+    path = tmp_path / "chunkwise.toml"
+    path.write_text(body, encoding="utf-8")
+    load_config(path)

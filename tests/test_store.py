@@ -297,8 +297,8 @@ def _docs(n: int) -> list:
 )
 def test_a_reader_kept_up_to_date_holds_what_a_fresh_reader_reads(tmp_path_factory, operations):
     """After any sequence of puts (new documents and new versions) and deletes by another connection, a
-    long-lived reader's vectors equal those of a reader opened afresh: reading only the added rows never
-    keeps a removed vector, nor an old vector under a reused key."""
+    long-lived reader's vectors and passage windows equal those of a reader opened afresh: reading only
+    the added rows never keeps a removed vector, nor an old vector under a reused key."""
     docs = _docs(5)
     kb = tmp_path_factory.mktemp("kb")
     with SQLiteStore(kb) as writer, SQLiteStore(kb) as reader:
@@ -306,7 +306,14 @@ def test_a_reader_kept_up_to_date_holds_what_a_fresh_reader_reads(tmp_path_facto
         reader.dense_index()
         for op, i, seed in operations:
             if op == "put":
-                put(writer, docs[i], size=20 + 10 * seed, seed=seed, fingerprint=f"f{seed}")
+                put(
+                    writer,
+                    docs[i],
+                    size=20 + 10 * seed,
+                    seed=seed,
+                    fingerprint=f"f{seed}",
+                    windowed=seed % 2 == 1,
+                )
             else:
                 writer.delete(docs[i].id)
             held = reader.dense_index()
@@ -314,6 +321,8 @@ def test_a_reader_kept_up_to_date_holds_what_a_fresh_reader_reads(tmp_path_facto
                 expected = fresh.dense_index()
                 np.testing.assert_array_equal(held.keys, expected.keys)
                 np.testing.assert_array_equal(held.matrix, expected.matrix)
+                np.testing.assert_array_equal(held.owners, expected.owners)
+                np.testing.assert_array_equal(held.windows, expected.windows)
 
 
 def test_a_reader_reads_only_the_added_rows_until_a_vector_is_removed(tmp_path):

@@ -82,6 +82,13 @@ def test_put_reports_a_skip_inside_its_transaction(pg_url):
         assert store.put(DOC, chunks, headers, vectors, fingerprint="f9") == "replaced"
 
 
+def test_passage_windows_are_refused_before_anything_is_written(pg_url):
+    with open_store(pg_url) as store:
+        with pytest.raises(ConfigError, match="SQLite store only"):
+            put(store, DOC, windowed=True)
+        assert store.counts() == {"documents": 0, "chunks": 0, "vectors": 0}
+
+
 @pytest.fixture(scope="module")
 def twin_stores(tmp_path_factory, pg_server, embedder, data_dir):
     """The committed formats fixtures and the rmc_mini corpus, ingested into SQLite and PostgreSQL."""

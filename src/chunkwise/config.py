@@ -88,7 +88,12 @@ class RetrievalConfig:
     answer BM25 from an index in memory (SQLite: the bm25s sidecar, FTS5 below; PostgreSQL: its
     postings, ranked as its SQL ranks them below). The retrievers read the first
     ``max_query_tokens`` tokens of a query (estimated at four characters a token, cut at a word), so a
-    very long query costs the embedder and BM25 no more than that; the trace notes the cut."""
+    very long query costs the embedder and BM25 no more than that; the trace notes the cut.
+
+    ``windows``: also embed each chunk longer than this many tokens as overlapping windows of this many
+    tokens, and score a chunk in dense retrieval by its best vector, whole or window (0: off; see
+    :mod:`chunkwise.ingest.windows`). Set when documents are ingested (a change re-embeds them); the
+    SQLite store keeps windows, a PostgreSQL store refuses them."""
 
     bm25: bool = True
     dense: bool = True
@@ -100,6 +105,7 @@ class RetrievalConfig:
     bm25s_threshold: int = 20_000
     embed_batch: int = 256
     max_query_tokens: int = 512
+    windows: int = 0
 
 
 @dataclass(frozen=True)
@@ -260,6 +266,8 @@ class PipelineConfig:
             "headers": dataclasses.asdict(self.headers),
             "embedder": embedder,
         }
+        if self.retrieval.windows:  # absent when off, so stores made before windows keep their fingerprint
+            shape["windows"] = self.retrieval.windows
         return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
     def with_budget(self, max_cost: float | None = None, max_tokens: int | None = None) -> PipelineConfig:
@@ -336,6 +344,8 @@ def from_dict(data: dict[str, Any], preset: str | None = None) -> PipelineConfig
     built = build(PipelineConfig, overrides, "", dataclasses.replace(config, preset=name))
     built.models.validate("models")
     built.limits.validate("limits")
+    if built.retrieval.windows not in range(2, 513) and built.retrieval.windows != 0:
+        raise ConfigError(f"retrieval.windows: 0 (off) or 2 to 512 tokens, got {built.retrieval.windows}")
     _check_chunking(built.chunking, "chunking")
     return dataclasses.replace(built, models=built.models.with_env())
 

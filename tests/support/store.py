@@ -45,16 +45,27 @@ def unit_vectors(n: int, dim: int = 8, seed: int = 0) -> np.ndarray:
     return v / np.linalg.norm(v, axis=1, keepdims=True)
 
 
-def put(store: Store, doc: Document, size: int = 40, seed: int = 0, fingerprint: str = "f1") -> list[Chunk]:
-    """Store ``doc`` in chunks of ``size`` characters, headed by its id, under the embedder ``test``."""
+def put(
+    store: Store,
+    doc: Document,
+    size: int = 40,
+    seed: int = 0,
+    fingerprint: str = "f1",
+    *,
+    windowed: bool = False,
+) -> list[Chunk]:
+    """Store ``doc`` in chunks of ``size`` characters, headed by its id, under the embedder ``test``;
+    ``windowed``: with ``i % 3`` passage windows of random vectors for the ``i``-th chunk."""
     chunks = fixed_chunks(doc, size)
     store.check_embedder("test", 8)
+    owners = [i for i in range(len(chunks)) for _ in range(i % 3)] if windowed else []
     store.put(
         doc,
         chunks,
         [f"Document: {doc.id}"] * len(chunks),
         unit_vectors(len(chunks), seed=seed),
         fingerprint=fingerprint,
+        windows=(owners, unit_vectors(len(owners), seed=seed + 100)) if windowed else None,
     )
     return chunks
 

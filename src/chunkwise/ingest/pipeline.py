@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property, partial
 from itertools import islice
 from pathlib import Path
@@ -25,12 +25,14 @@ import numpy as np
 from chunkwise.chunking import Chunker, get_chunker
 from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.chunking.limits import chunk_within
+from chunkwise.chunking.tokens import get_counter
 from chunkwise.config import PipelineConfig
 from chunkwise.document import Document
 from chunkwise.errors import BudgetExceededError, ChunkwiseError, failure_reason
 from chunkwise.ingest.headers import ContextualHeaders
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
+from chunkwise.ingest.windows import window_spans
 from chunkwise.models.context import Models
 from chunkwise.models.protocols import Vectors, embedder_version
 from chunkwise.parsing.limits import ParseLimits
@@ -47,12 +49,26 @@ class Failure:
 
 @dataclass(frozen=True, slots=True)
 class Prepared:
-    """A document ready to embed: its chunks, one header per chunk, and its summary."""
+    """A document ready to embed: its chunks, one header per chunk, its summary, and the passage windows
+    of its long chunks (:mod:`.windows`): what each window's embedding reads, and its chunk's index."""
 
     doc: Document
     chunks: list[Chunk]
     headers: list[str]
     summary: str
+    windows: list[str] = field(default_factory=list)
+    owners: list[int] = field(default_factory=list)
+
+    @property
+    def rows(self) -> int:
+        """The texts to embed: each chunk, then each window."""
+        return len(self.chunks) + len(self.windows)
+
+    def text(self, row: int) -> str:
+        """What the embedder reads for ``row`` (a chunk's header + text, or a window's)."""
+        if row < len(self.chunks):
+            return contextual_text(self.headers[row], self.chunks[row].text)
+        return self.windows[row - len(self.chunks)]
 
 
 class IngestPipeline:
@@ -126,9 +142,17 @@ class IngestPipeline:
         return self.store.state(doc.id) == (doc.content_hash, fingerprint)
 
     def store_prepared(self, item: Prepared, vectors: Vectors, fingerprint: str) -> Status:
-        """Store a prepared document with its vectors in one transaction; what was committed."""
+        """Store a prepared document with its vectors (one a chunk, then one a window) in one transaction;
+        what was committed."""
+        count = len(item.chunks)
         return self.store.put(
-            item.doc, item.chunks, item.headers, vectors, fingerprint=fingerprint, summary=item.summary
+            item.doc,
+            item.chunks,
+            item.headers,
+            vectors[:count],
+            fingerprint=fingerprint,
+            summary=item.summary,
+            windows=(item.owners, vectors[count:]) if item.windows else None,
         )
 
     def prepare(self, doc: Document) -> Prepared:
@@ -140,7 +164,22 @@ class IngestPipeline:
         for chunk in chunks:
             header = self.headers.header(chunk, context) if self.headers and context else ""
             headers.append("\n".join(part for part in (header, chunk.context) if part))
-        return Prepared(doc, chunks, headers, context.summary if context else "")
+        windows, owners = self.windows(chunks, headers)
+        return Prepared(doc, chunks, headers, context.summary if context else "", windows, owners)
+
+    def windows(self, chunks: Sequence[Chunk], headers: Sequence[str]) -> tuple[list[str], list[int]]:
+        """The passage windows of ``chunks`` (none unless ``retrieval.windows`` is set): what each
+        window's embedding reads (the chunk's header, then the window), and the index of its chunk."""
+        size = self.config.retrieval.windows
+        if not size:
+            return [], []
+        counter = get_counter("minilm")
+        texts, owners = [], []
+        for index, (chunk, header) in enumerate(zip(chunks, headers, strict=True)):
+            for start, end in window_spans(chunk.text, size, counter):
+                texts.append(contextual_text(header, chunk.text[start:end]))
+                owners.append(index)
+        return texts, owners
 
 
 class _Batch:
@@ -179,7 +218,7 @@ class _Batch:
         except ChunkwiseError as exc:
             self.fail(doc.source or doc.id, failure_reason(exc))
             return
-        if sum(len(p.chunks) for p in self.pending) >= self.pipeline.config.retrieval.embed_batch:
+        if sum(p.rows for p in self.pending) >= self.pipeline.config.retrieval.embed_batch:
             self.flush()
 
     def flush(self) -> None:
@@ -190,23 +229,23 @@ class _Batch:
         document, its own alone) are all that is held, so memory follows one document, not the batch."""
         pending, self.pending = self.pending, []
         size = max(1, self.pipeline.config.retrieval.embed_batch)
-        vectors = [np.empty((len(p.chunks), self.embedder.dim), dtype=np.float32) for p in pending]
-        positions = ((i, row) for i, item in enumerate(pending) for row in range(len(item.chunks)))
+        vectors = [np.empty((p.rows, self.embedder.dim), dtype=np.float32) for p in pending]
+        positions = ((i, row) for i, item in enumerate(pending) for row in range(item.rows))
         stored = 0
         while part := list(islice(positions, size)):
-            texts = [contextual_text(pending[i].headers[row], pending[i].chunks[row].text) for i, row in part]
+            texts = [pending[i].text(row) for i, row in part]
             began = time.perf_counter()
             embedded = self.embedder.embed(texts)
             self.report.embed_seconds += time.perf_counter() - began
             for (i, row), vector in zip(part, embedded, strict=True):
                 vectors[i][row] = vector
             last, row = part[-1]
-            whole = last + 1 if row + 1 == len(pending[last].chunks) else last
+            whole = last + 1 if row + 1 == pending[last].rows else last
             for index in range(stored, whole):
                 self.store(pending[index], vectors[index])
             stored = max(stored, whole)
             if whole == last:  # the call ended inside a long document
-                self.embedding(pending[last], row + 1)
+                self.embedding(pending[last], min(row + 1, len(pending[last].chunks)))
         for index in range(stored, len(pending)):  # documents without chunks left after the last call
             self.store(pending[index], vectors[index])
 
@@ -230,8 +269,9 @@ class _Batch:
 
 
 def chunk_texts(items: Sequence[Prepared]) -> list[str]:
-    """What the embedder reads for every chunk of ``items``, in order: header + text."""
-    return [contextual_text(h, c.text) for p in items for c, h in zip(p.chunks, p.headers, strict=True)]
+    """What the embedder reads for every row of ``items``, in order: each chunk's header + text, then
+    each window's."""
+    return [p.text(row) for p in items for row in range(p.rows)]
 
 
 def parse_one(file: Path, limits: ParseLimits) -> Document | Failure:

@@ -165,8 +165,9 @@ class Embed:
         row = 0
         for outcome in ready:
             assert outcome.prepared is not None
-            n = len(outcome.prepared.chunks)
-            outcome.vectors, outcome.chunks, outcome.status = vectors[row : row + n], n, "embedded"
+            n = outcome.prepared.rows  # its chunks, then its windows
+            outcome.vectors, outcome.status = vectors[row : row + n], "embedded"
+            outcome.chunks = len(outcome.prepared.chunks)
             outcome.embed_seconds = seconds * n / max(1, len(texts))
             row += n
             if self.job.workers_store:

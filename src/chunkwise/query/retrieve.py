@@ -27,6 +27,10 @@ from chunkwise.query.candidate import Candidate, Query
 from chunkwise.query.trace import Trace
 from chunkwise.store.protocol import Store
 
+#: How much higher than a candidate's own cosine a found score must be to come from a passage window
+#: rather than float rounding in another engine (pgvector, HNSW).
+WINDOW_MARGIN = 1e-5
+
 
 class Retrieve:
     """Stage: BM25 and/or dense search over the store (traced as ``bm25`` and ``dense``)."""
@@ -53,6 +57,7 @@ class Retrieve:
     def __call__(self, query: Query, candidates: list[Candidate], trace: Trace) -> list[Candidate]:
         """The union of the BM25 and dense results for ``query.text`` (incoming candidates are ignored)."""
         found: dict[int, dict[str, float]] = {}
+        best_window: dict[int, float] = {}
         text, truncated = truncate_query(query.text, self.max_query_tokens)
         if self.bm25:
             with trace.stage("bm25") as report:
@@ -74,8 +79,9 @@ class Retrieve:
                     report.notes["embed_seconds"] = time.perf_counter() - began
                 report.notes["index"] = self.store.dense_method()
                 hits = self.store.dense(query.vector, self.candidates)
-                for key, _ in hits:
+                for key, score in hits:
                     found.setdefault(key, {})
+                    best_window[key] = score
                 report.outputs = len(hits)
         retrieved = [
             Candidate(chunk, scores=dict(found[chunk.key])) for chunk in self.store.chunks(list(found))
@@ -83,8 +89,17 @@ class Retrieve:
         if query.vector is not None:
             for cand in retrieved:
                 if cand.vector is not None:
-                    cand.scores["dense"] = float(cand.vector @ query.vector)
+                    cand.scores["dense"] = dense_score(
+                        float(cand.vector @ query.vector), best_window.get(cand.key)
+                    )
         return retrieved
+
+
+def dense_score(whole: float, found: float | None) -> float:
+    """A candidate's dense score: the cosine of its whole vector, or the score dense retrieval found it
+    with when that is higher (a passage window's: :mod:`chunkwise.ingest.windows`). Without windows the
+    two are one cosine computed twice, and the candidate's own is kept, so every store scores alike."""
+    return found if found is not None and found > whole + WINDOW_MARGIN else whole
 
 
 def truncate_query(text: str, limit: int) -> tuple[str, str | None]:

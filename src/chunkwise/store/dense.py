@@ -29,6 +29,16 @@ GRAPH, STAMP = "hnsw.usearch", "hnsw.json"
 EXPANSION_SEARCH = 128
 
 
+def _no_keys() -> Keys:
+    """No chunk keys."""
+    return np.empty(0, dtype=np.int64)
+
+
+def _no_rows(matrix: Vectors) -> Vectors:
+    """No vectors, of ``matrix``'s width."""
+    return np.empty((0, matrix.shape[1] if matrix.ndim == 2 else 0), dtype=np.float32)
+
+
 def top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
     """Indices of the ``k`` highest scores, best first."""
     if k >= scores.size:
@@ -38,17 +48,31 @@ def top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
 
 
 class DenseIndex:
-    """Vectors of one store generation: ``keys`` (sorted chunk keys) and the matching ``matrix`` rows.
-    Its HNSW graph is saved in ``directory`` unless ``save`` is false (a read-only store)."""
+    """Vectors of one store generation: ``keys`` (sorted chunk keys) and the matching ``matrix`` rows,
+    and ``windows``: the passage windows' chunk keys (``owners``, each chunk's windows together) and
+    vectors. A chunk scores its best cosine, whole or window. Its HNSW graph is saved in ``directory``
+    unless ``save`` is false (a read-only store)."""
 
     def __init__(
-        self, keys: Keys, matrix: Vectors, generation: int, directory: Path, *, save: bool = True
+        self,
+        keys: Keys,
+        matrix: Vectors,
+        generation: int,
+        directory: Path,
+        *,
+        save: bool = True,
+        windows: tuple[Keys, Vectors] | None = None,
     ) -> None:
         self.keys = keys
         self.matrix = matrix
         self.generation = generation
         self.directory = directory
         self.save = save
+        self.owners, self.windows = windows if windows is not None else (_no_keys(), _no_rows(matrix))
+        # each run of windows of one chunk: where it starts, and the row of its chunk
+        changes = np.flatnonzero(np.diff(self.owners)) + 1 if self.owners.size else self.owners
+        self._runs = np.concatenate([[0], changes]).astype(np.intp) if self.owners.size else changes
+        self._run_rows = np.searchsorted(self.keys, self.owners[self._runs])
         self._hnsw: Any = None
 
     def __len__(self) -> int:
@@ -64,12 +88,16 @@ class DenseIndex:
             return []
         with one_blas_thread():
             scores = self.matrix @ query.astype(np.float32)
+            if self.owners.size:
+                best_window = np.maximum.reduceat(self.windows @ query.astype(np.float32), self._runs)
+                scores[self._run_rows] = np.maximum(scores[self._run_rows], best_window)
         best = top_k(scores, k)
         return [(int(self.keys[i]), float(scores[i])) for i in best]
 
     def search(self, query: Vectors, k: int, *, approximate: bool = False) -> list[tuple[int, float]]:
-        """Nearest chunk keys: exact, or through the HNSW graph when ``approximate``."""
-        if not approximate or not len(self):
+        """Nearest chunk keys: exact, or through the HNSW graph when ``approximate`` (and no windows:
+        their maximum is taken exactly, over every vector)."""
+        if not approximate or not len(self) or self.owners.size:
             return self.exact(query, k)
         index = self.graph()
         found = index.search(query.astype(np.float32), min(k, len(self)))

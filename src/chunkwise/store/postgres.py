@@ -41,6 +41,7 @@ import numpy as np
 from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.document import Document, Unit, UnitKind
 from chunkwise.errors import (
+    ConfigError,
     StoreAuthError,
     StoreError,
     StoreExtensionError,
@@ -400,10 +401,16 @@ class PostgresStore:
         *,
         fingerprint: str,
         summary: str = "",
+        windows: tuple[Sequence[int], Vectors] | None = None,
     ) -> Status:
         """Store ``doc`` with its chunks, headers and vectors, replacing any earlier version, in one
         transaction under the document's advisory lock. Returns what was committed: ``added``,
         ``replaced``, or ``skipped`` when the same content and fingerprint were stored meanwhile."""
+        if windows is not None:
+            raise ConfigError(
+                f"{self.location}: passage windows (retrieval.windows) are kept by the SQLite store only; "
+                "set retrieval.windows = 0 for a PostgreSQL store"
+            )
         if not len(chunks) == len(headers) == vectors.shape[0]:
             raise ValueError("chunks, headers and vectors must have one entry each per chunk")
         self._writable()

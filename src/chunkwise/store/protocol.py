@@ -148,10 +148,13 @@ class Store(Protocol):
         *,
         fingerprint: str,
         summary: str = "",
+        windows: tuple[Sequence[int], Vectors] | None = None,
     ) -> Status:
         """Store ``doc`` with one header and one vector per chunk, replacing an earlier version, in one
-        transaction. Returns what was committed: ``added``, ``replaced``, or ``skipped`` when the same
-        content and fingerprint were already stored (by another writer since the caller looked)."""
+        transaction. ``windows``: the passage windows' vectors (:mod:`chunkwise.ingest.windows`), each
+        with the index of its chunk in ``chunks``. Returns what was committed: ``added``, ``replaced``,
+        or ``skipped`` when the same content and fingerprint were already stored (by another writer
+        since the caller looked)."""
         ...
 
     def delete(self, doc_id: str) -> bool:

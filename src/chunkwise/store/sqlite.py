@@ -64,10 +64,11 @@ from chunkwise.store.sqlite_repair import check_database, salvage
 from chunkwise.store.sqlite_schema import (
     DB_NAME,
     SCHEMA_VERSION,
-    count_removals,
+    complete_schema,
     create_schema,
     fts_body,
     rebuild_fts,
+    schema_complete,
 )
 from chunkwise.terms import search_terms
 
@@ -188,9 +189,14 @@ class SQLiteStore:
                 raise
             self.damage.append(f"the upgrade from store schema {version} failed ({exc.reason})")
             return
-        if not self.read_only and self.meta("removals") is None:  # a store made before the counter
+        if not self.read_only and not self._complete():  # a store made by an earlier release
             with self._write(bump=False) as db:
-                count_removals(db)
+                complete_schema(db)
+
+    def _complete(self) -> bool:
+        """True when the database has the tables and triggers of this release (:func:`schema_complete`)."""
+        with self._lock:
+            return schema_complete(self._db)
 
     def _upgrade_1(self) -> None:
         """Schema 1 -> 2: FTS5 rows of analysed terms instead of raw text (see the module docstring)."""
@@ -374,11 +380,13 @@ class SQLiteStore:
         *,
         fingerprint: str,
         summary: str = "",
+        windows: tuple[Sequence[int], Vectors] | None = None,
     ) -> Status:
         """Store ``doc`` with its chunks, headers and vectors, replacing any earlier version, atomically.
 
         Returns what was committed: ``added``, ``replaced``, or ``skipped`` when the same content and
-        fingerprint were stored meanwhile (by another writer)."""
+        fingerprint were stored meanwhile (by another writer). ``windows``: the passage windows' vectors,
+        each with the index of its chunk in ``chunks``."""
         if not len(chunks) == len(headers) == vectors.shape[0]:
             raise ValueError("chunks, headers and vectors must have one entry each per chunk")
         with self._write() as db:
@@ -406,6 +414,7 @@ class SQLiteStore:
                 "INSERT INTO units VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 [(doc.id, u.id, u.kind.value, u.start, u.end, u.level, u.parent, u.page) for u in doc.units],
             )
+            keys: list[int] = []
             for ordinal, (chunk, header, vector) in enumerate(zip(chunks, headers, vectors, strict=True)):
                 cursor = db.execute(
                     'INSERT INTO chunks (chunk_id, doc_id, ordinal, start, "end", text, section, unit_ids,'
@@ -424,12 +433,22 @@ class SQLiteStore:
                     ),
                 )
                 key = cursor.lastrowid
+                keys.append(int(key or 0))
                 db.execute("INSERT INTO headers VALUES (?, ?)", (key, header))
                 db.execute(
                     "INSERT INTO vectors VALUES (?, ?)", (key, np.asarray(vector, dtype=np.float32).tobytes())
                 )
                 db.execute(
                     "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)", (key, fts_body(header, chunk.text))
+                )
+            if windows is not None:
+                owners, window_vectors = windows
+                db.executemany(
+                    "INSERT INTO windows (chunk_key, vector) VALUES (?, ?)",
+                    [
+                        (keys[owner], np.asarray(vector, dtype=np.float32).tobytes())
+                        for owner, vector in zip(owners, window_vectors, strict=True)
+                    ],
                 )
         return "replaced" if replaced else "added"
 
@@ -618,25 +637,43 @@ class SQLiteStore:
         return self._lexical
 
     def dense_index(self) -> DenseIndex:
-        """The vectors of the current generation (brought up to date when any process has written since:
-        only the rows added since are read while no vector was removed, every row otherwise)."""
+        """The vectors (and passage windows) of the current generation, brought up to date when any
+        process has written since: only the rows of chunks added since are read while no vector was
+        removed, every row otherwise."""
         if self._dense is not None and self._dense.generation == self.generation():
             return self._dense
         with self._lock, self._snapshot():
             removals, generation = self.meta("removals"), self.generation()
             old = self._dense
+            windows = "SELECT chunk_key, vector FROM windows" if self._complete() else None
             if old is not None and len(old) and removals is not None and removals == self._dense_removals:
-                rows = self._rows(
-                    "SELECT chunk_key, vector FROM vectors WHERE chunk_key > ? ORDER BY chunk_key",
-                    (int(old.keys[-1]),),
+                after = (int(old.keys[-1]),)
+                keys, matrix = self._vector_rows(
+                    self._rows(
+                        "SELECT chunk_key, vector FROM vectors WHERE chunk_key > ? ORDER BY chunk_key", after
+                    )
                 )
-                keys, matrix = self._vector_rows(rows)
+                owners, window_matrix = self._vector_rows(
+                    self._rows(f"{windows} WHERE chunk_key > ? ORDER BY window_key", after) if windows else []
+                )
                 keys, matrix = np.concatenate([old.keys, keys]), np.concatenate([old.matrix, matrix])
+                owners = np.concatenate([old.owners, owners])
+                window_matrix = np.concatenate([old.windows, window_matrix])
             else:
                 keys, matrix = self._vector_rows(
                     self._rows("SELECT chunk_key, vector FROM vectors ORDER BY chunk_key")
                 )
-            self._dense = DenseIndex(keys, matrix, generation, self.directory, save=not self.read_only)
+                owners, window_matrix = self._vector_rows(
+                    self._rows(f"{windows} ORDER BY window_key") if windows else []
+                )
+            self._dense = DenseIndex(
+                keys,
+                matrix,
+                generation,
+                self.directory,
+                save=not self.read_only,
+                windows=(owners, window_matrix),
+            )
             self._dense_removals = removals
         return self._dense
 

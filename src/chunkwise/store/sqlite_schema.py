@@ -54,11 +54,22 @@ CREATE TABLE IF NOT EXISTS vectors (
 {FTS_TABLE};
 """
 
+#: The passage windows' vectors (:mod:`chunkwise.ingest.windows`), several per long chunk, in the order
+#: of their chunk's text. Installed in every store opened for writing (:func:`complete_schema`).
+WINDOWS_TABLE = """
+CREATE TABLE IF NOT EXISTS windows (
+    window_key INTEGER PRIMARY KEY,
+    chunk_key INTEGER NOT NULL REFERENCES chunks(chunk_key) ON DELETE CASCADE,
+    vector BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS windows_by_chunk ON windows (chunk_key)
+"""
+
 #: Counts, in ``meta``'s ``removals``, the vectors ever removed. A reader whose count has not changed
 #: knows every vector it holds is still stored as it was, so it reads only the rows added since: those
 #: with keys above its largest (SQLite gives a new row the largest key + 1; it reuses a key only after
 #: the rows with the largest keys were removed, which this counts). Installed in every store opened for
-#: writing (:func:`count_removals`); a store without it is read whole after each write.
+#: writing (:func:`complete_schema`); a store without it is read whole after each write.
 REMOVALS_TRIGGER = (
     "CREATE TRIGGER IF NOT EXISTS count_removals AFTER DELETE ON vectors BEGIN "
     "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'removals'; END"
@@ -79,14 +90,24 @@ def create_schema(db: sqlite3.Connection, generation: int = 0) -> None:
             db.execute(statement)
     db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
     db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (str(generation),))
-    count_removals(db)
+    complete_schema(db)
     db.execute("COMMIT")
 
 
-def count_removals(db: sqlite3.Connection) -> None:
-    """Install :data:`REMOVALS_TRIGGER` and its counter in ``db`` (inside the caller's transaction)."""
+def complete_schema(db: sqlite3.Connection) -> None:
+    """Install what stores made by earlier releases lack (inside the caller's transaction): the
+    :data:`WINDOWS_TABLE`, and :data:`REMOVALS_TRIGGER` with its counter."""
+    for statement in WINDOWS_TABLE.split(";"):
+        db.execute(statement)
     db.execute("INSERT OR IGNORE INTO meta VALUES ('removals', '0')")
     db.execute(REMOVALS_TRIGGER)
+
+
+def schema_complete(db: sqlite3.Connection) -> bool:
+    """True when ``db`` has everything :func:`complete_schema` installs."""
+    rows = db.execute("SELECT name FROM sqlite_master WHERE name IN ('windows', 'count_removals')")
+    names = {row[0] for row in rows}
+    return names == {"windows", "count_removals"}
 
 
 def fts_body(header: str, text: str) -> str:
