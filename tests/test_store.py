@@ -126,6 +126,30 @@ def test_hnsw_recall_at_10(tmp_path):
     ]
 
 
+@requires_usearch
+def test_hnsw_with_windows_scores_its_candidates_by_their_best_vector(tmp_path):
+    """The graph of whole-chunk vectors proposes candidates; each scores its best vector, whole or
+    window, exactly as the exact search does; recall@10 against the exact search stays high."""
+    rng = np.random.default_rng(2)
+    data = rng.normal(size=(3000, 32)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    keys = np.arange(1, 3001, dtype=np.int64)
+    owners = np.repeat(keys[::3], 3)  # every third chunk has three windows near its own vector
+    windows = data[owners - 1] + 0.1 * rng.normal(size=(owners.size, 32)).astype(np.float32)
+    windows /= np.linalg.norm(windows, axis=1, keepdims=True)
+    index = DenseIndex(keys, data, generation=1, directory=tmp_path, windows=(owners, windows))
+    queries = windows[rng.integers(0, owners.size, 50)]
+    recalls = []
+    for query in queries:
+        exact = dict(index.exact(query, 10))
+        found = index.search(query, 10, approximate=True)
+        recalls.append(len(exact.keys() & {k for k, _ in found}) / 10)
+        for key, score in found:
+            if key in exact:
+                assert score == pytest.approx(exact[key], abs=1e-5)
+    assert np.mean(recalls) >= 0.9
+
+
 def test_second_store_sees_writes_and_reads_during_a_write(tmp_path):
     writer = SQLiteStore(tmp_path / "kb")
     put(writer, DOC)

@@ -13,6 +13,7 @@ them all and its budget bounds them all.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -135,7 +136,10 @@ class IngestPipeline:
         and return the ingest fingerprint of this run's configuration with it."""
         embedder = self.models.embedder()
         self.store.check_embedder(embedder.name, embedder.dim, embedder_version(embedder))
-        return self.config.ingest_fingerprint(embedder.name)
+        config = self.config
+        if not self.store.keeps_windows:  # what is stored: one vector a chunk
+            config = dataclasses.replace(config, retrieval=dataclasses.replace(config.retrieval, windows=0))
+        return config.ingest_fingerprint(embedder.name)
 
     def unchanged(self, doc: Document, fingerprint: str) -> bool:
         """True when the store holds ``doc`` with the same content and ingest fingerprint."""
@@ -170,7 +174,7 @@ class IngestPipeline:
     def windows(self, chunks: Sequence[Chunk], headers: Sequence[str]) -> tuple[list[str], list[int]]:
         """The passage windows of ``chunks`` (none unless ``retrieval.windows`` is set): what each
         window's embedding reads (the chunk's header, then the window), and the index of its chunk."""
-        size = self.config.retrieval.windows
+        size = self.config.retrieval.windows if self.store.keeps_windows else 0
         if not size:
             return [], []
         counter = get_counter("minilm")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,9 @@ from chunkwise.store.sidecar import Keys, stamp_state, write_stamp
 
 #: The saved graph and its stamp, beside the database.
 GRAPH, STAMP = "hnsw.usearch", "hnsw.json"
+#: With passage windows, how many chunks per wanted hit the HNSW graph of whole-chunk vectors proposes
+#: for exact scoring with their windows.
+WINDOW_CANDIDATES = 4
 #: HNSW search breadth (usearch's ``expansion_search``; its default is 64): 128 buys recall for ~10% time.
 EXPANSION_SEARCH = 128
 
@@ -95,13 +99,37 @@ class DenseIndex:
         return [(int(self.keys[i]), float(scores[i])) for i in best]
 
     def search(self, query: Vectors, k: int, *, approximate: bool = False) -> list[tuple[int, float]]:
-        """Nearest chunk keys: exact, or through the HNSW graph when ``approximate`` (and no windows:
-        their maximum is taken exactly, over every vector)."""
-        if not approximate or not len(self) or self.owners.size:
+        """Nearest chunk keys: exact, or through the HNSW graph of the whole-chunk vectors when
+        ``approximate``. With windows, the graph proposes ``WINDOW_CANDIDATES`` times ``k`` chunks and
+        each is scored by its best vector, whole or window, exactly."""
+        if not approximate or not len(self):
             return self.exact(query, k)
         index = self.graph()
-        found = index.search(query.astype(np.float32), min(k, len(self)))
-        return [(int(key), 1.0 - float(dist)) for key, dist in zip(found.keys, found.distances, strict=True)]
+        query = query.astype(np.float32)
+        if not self.owners.size:
+            found = index.search(query, min(k, len(self)))
+            return [(int(key), 1.0 - float(d)) for key, d in zip(found.keys, found.distances, strict=True)]
+        found = index.search(query, min(k * WINDOW_CANDIDATES, len(self)))
+        rows = np.searchsorted(self.keys, np.asarray(found.keys, dtype=np.int64))
+        scores = self.matrix[rows] @ query
+        runs = self._row_runs[rows]
+        for i in np.flatnonzero(runs >= 0):
+            start, end = self._runs_bounds(int(runs[i]))
+            scores[i] = max(float(scores[i]), float(np.max(self.windows[start:end] @ query)))
+        best = top_k(scores, k)
+        return [(int(self.keys[rows[i]]), float(scores[i])) for i in best]
+
+    @cached_property
+    def _row_runs(self) -> npt.NDArray[np.intp]:
+        """For each chunk row, the index of its run of windows (-1: none)."""
+        runs = np.full(len(self.keys), -1, dtype=np.intp)
+        runs[self._run_rows] = np.arange(len(self._runs))
+        return runs
+
+    def _runs_bounds(self, run: int) -> tuple[int, int]:
+        """The window rows of run ``run``."""
+        end = int(self._runs[run + 1]) if run + 1 < len(self._runs) else len(self.owners)
+        return int(self._runs[run]), end
 
     def graph(self) -> Any:
         """The HNSW graph: the saved one when its stamp says it is this generation's and intact, else

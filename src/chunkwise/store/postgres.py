@@ -185,6 +185,11 @@ class PostgresStore:
     # --- connections -----------------------------------------------------------------------------
 
     @property
+    def keeps_windows(self) -> bool:
+        """Not yet: an ingest stores one vector a chunk here (``put`` refuses windows)."""
+        return False
+
+    @property
     def location(self) -> str:
         """The store URL without its password."""
         return self._where.display
@@ -408,8 +413,7 @@ class PostgresStore:
         ``replaced``, or ``skipped`` when the same content and fingerprint were stored meanwhile."""
         if windows is not None:
             raise ConfigError(
-                f"{self.location}: passage windows (retrieval.windows) are kept by the SQLite store only; "
-                "set retrieval.windows = 0 for a PostgreSQL store"
+                f"{self.location}: passage windows (retrieval.windows) are kept by the SQLite store only"
             )
         if not len(chunks) == len(headers) == vectors.shape[0]:
             raise ValueError("chunks, headers and vectors must have one entry each per chunk")

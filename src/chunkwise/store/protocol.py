@@ -108,6 +108,12 @@ class Store(Protocol):
     settings: StoreSettings
 
     @property
+    def keeps_windows(self) -> bool:
+        """Whether the store keeps passage windows' vectors (:mod:`chunkwise.ingest.windows`); an ingest
+        into one that does not embeds one vector a chunk."""
+        ...
+
+    @property
     def location(self) -> str:
         """Where the store lives (a directory or a URL without its password), for messages."""
         ...

@@ -291,6 +291,11 @@ class SQLiteStore:
             self._db.close()
 
     @property
+    def keeps_windows(self) -> bool:
+        """Passage windows are kept (the ``windows`` table)."""
+        return True
+
+    @property
     def location(self) -> str:
         """The knowledge-base directory."""
         return str(self.directory)
