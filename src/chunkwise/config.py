@@ -96,8 +96,8 @@ class RetrievalConfig:
     SQLite store keeps windows, a PostgreSQL store does not yet (one vector a chunk is embedded there).
     ``bench/tune_windows.py`` measured windows of 128 tokens with BM25's weight at 0.5 above the
     default on the held-back queries of all five dev sets (mean recall at 1,000 tokens 0.783 against
-    0.766), for about 2.3 times the embedding work at ingest and about six vectors a chunk; the
-    ``quality`` preset uses them. They are off by default until PostgreSQL keeps them too, so that
+    0.766), for 2.5-2.7 times the ingest time and 6.6-8.3 vectors a chunk (``bench/windows_cost.py``);
+    the ``quality`` preset uses them. They are off by default until PostgreSQL keeps them too, so that
     both stores answer alike."""
 
     bm25: bool = True

@@ -1,0 +1,70 @@
+"""What passage windows cost at ingest: time, and vectors kept, with and without them.
+
+Each dev set's corpus is ingested twice into a fresh knowledge base with the default configuration, once
+without windows and once with windows of 128 tokens (``retrieval.windows``), the model cache off so that
+every vector is computed. Prints a Markdown table and writes ``bench/results/windows_cost.json``.
+
+Run: ``.venv/bin/python bench/windows_cost.py [--data ../shared/data] [--sets anthropic_code rmc_dev]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from bench_data import add_data_option, shown
+from chunkwise import KnowledgeBase
+from chunkwise.config import from_dict
+from chunkwise.evaluation.datasets import load_dataset
+
+RESULTS = Path(__file__).parent / "results" / "windows_cost.json"
+WINDOWS = (0, 128)
+
+
+def measure(data: Path, name: str, windows: int) -> dict[str, Any]:
+    """Ingest the corpus of set ``name`` with ``windows``: chunks, windows, seconds."""
+    docs = list(load_dataset(data / name).documents)
+    config = from_dict({"retrieval": {"windows": windows}, "models": {"cache": False}})
+    with tempfile.TemporaryDirectory() as tmp, KnowledgeBase(Path(tmp) / "kb", config) as kb:
+        report = kb.add_documents(docs)
+        index = kb.store.dense_index()
+        return {
+            "set": name,
+            "windows": windows,
+            "documents": len(docs),
+            "chunks": len(index),
+            "window_vectors": int(index.owners.size),
+            "embed_seconds": round(report.embed_seconds, 1),
+            "seconds": round(report.seconds, 1),
+        }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    add_data_option(parser)
+    parser.add_argument("--sets", nargs="+", default=["anthropic_code", "rmc_dev"])
+    args = parser.parse_args()
+    rows = [measure(args.data, name, windows) for name in args.sets for windows in WINDOWS]
+    body = {
+        "data": shown(args.data),
+        "rows": rows,
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
+    }
+    RESULTS.write_text(json.dumps(body, indent=2) + "\n", encoding="utf-8")
+    print("| set | windows | chunks | window vectors | vectors a chunk | ingest s | embed s |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for row in rows:
+        per_chunk = (row["chunks"] + row["window_vectors"]) / max(1, row["chunks"])
+        print(
+            f"| {row['set']} | {row['windows']} | {row['chunks']} | {row['window_vectors']} "
+            f"| {per_chunk:.1f} | {row['seconds']} | {row['embed_seconds']} |"
+        )
+
+
+if __name__ == "__main__":
+    main()
