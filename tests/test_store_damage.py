@@ -11,6 +11,7 @@ import os
 import sqlite3
 from contextlib import closing
 
+import numpy as np
 import pytest
 
 from chunkwise.errors import CorruptStoreError, StoreError
@@ -320,3 +321,33 @@ def test_a_sidecar_left_by_another_database_is_not_taken_for_this_ones(tmp_path)
         assert store.generation() == generation
         assert store.check() == ["bm25s was built for other chunks than the store holds"]
         assert words(store, "refunds") == {"guide.md"}
+
+
+def test_repair_keeps_the_passage_windows(tmp_path):
+    with SQLiteStore(tmp_path / "kb") as store:
+        put(store, DOC, size=20, windowed=True)
+        before = store.dense_index()
+        owners, windows = before.owners.copy(), before.windows.copy()
+        assert owners.size
+        store.repair()
+        after = store.dense_index()
+        np.testing.assert_array_equal(after.owners, owners)
+        np.testing.assert_array_equal(after.windows, windows)
+        assert store.check() == []
+
+
+def test_broken_passage_windows_are_found_refused_and_dropped_by_repair(tmp_path):
+    with SQLiteStore(tmp_path / "kb") as store:
+        put(store, DOC, size=20, windowed=True)
+        kept = store.dense_index().owners.size
+    with closing(sqlite3.connect(tmp_path / "kb" / DB_NAME)) as db:
+        db.execute("INSERT INTO windows (chunk_key, vector) VALUES (999, ?)", (unit_vectors(1)[0].tobytes(),))
+        db.execute("INSERT INTO windows (chunk_key, vector) VALUES (1, x'00')")
+        db.commit()
+    with SQLiteStore(tmp_path / "kb") as store:
+        assert {"1 passage windows without vector", "1 passage windows not of 8 floats"} <= set(store.check())
+        with pytest.raises(CorruptStoreError):
+            store.dense_index()
+        store.repair()
+        assert store.check() == []
+        assert store.dense_index().owners.size == kept

@@ -84,6 +84,8 @@ class WriterProcess:
         job's end (``status``, ``result``, ``error``, ``accounting``, ``traceback``). A writer that died
         meanwhile is restarted for the next job, and this one ends ``failed``."""
         if self._process is None or not self._process.is_alive():
+            if self._stopping.is_set():
+                return _failed("the server is stopping; send the files again", "")
             self.start()
         assert self._conn is not None
         try:
@@ -94,15 +96,16 @@ class WriterProcess:
                     return dict(body)
                 on_event(body)
         except (EOFError, OSError):
-            code = self._process.exitcode if self._process is not None else None
+            self._conn.close()
+            code = None
+            if self._process is not None:
+                self._process.join(1)
+                code = self._process.exitcode
             self._process = None
-            return {
-                "status": "failed",
-                "result": None,
-                "error": {"type": "internal", "message": "the writer process died (the server's log has it)"},
-                "accounting": {},
-                "traceback": f"the writer process ended with exit code {code}",
-            }
+            return _failed(
+                "the writer process died (the server's log has it)",
+                f"the writer process ended with exit code {code}",
+            )
 
     def stopping(self) -> None:
         """Tell a running job to stop after the document it is storing (it still sends its end)."""
@@ -122,11 +125,27 @@ class WriterProcess:
                 self._process.join(timeout)
 
 
+def _failed(message: str, log: str) -> dict[str, Any]:
+    """The end of a job the writer could not run: failed, ``message`` for the client, ``log`` (if any)
+    for the server's log."""
+    return {
+        "status": "failed",
+        "result": None,
+        "error": {"type": "internal", "message": message},
+        "accounting": {},
+        "traceback": log,
+    }
+
+
 def _serve(
     conn: Connection, location: str | Path, config: PipelineConfig, stopping: Event, parent: int
 ) -> None:
     """The writer process: take jobs from ``conn`` until it closes, answer each as the module says."""
     _die_with_server(parent)
+    # Ctrl-C in the server's terminal reaches this process too, and a service manager's SIGTERM may:
+    # the server decides when the writer stops (after the document it is storing), not the signal
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
     with contextlib.suppress(OSError):  # a platform or a sandbox that refuses: run at the same priority
         os.nice(WRITER_NICENESS)
     with KnowledgeBase(location, config) as kb:

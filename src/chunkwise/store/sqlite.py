@@ -189,14 +189,19 @@ class SQLiteStore:
                 raise
             self.damage.append(f"the upgrade from store schema {version} failed ({exc.reason})")
             return
-        if not self.read_only and not self._complete():  # a store made by an earlier release
+        if self.read_only or (self._damaged_ok and self.damage):
+            return  # nothing is written to a damaged store before repair() copies what it can read
+        if not self._complete():  # a store made by an earlier release
             with self._write(bump=False) as db:
                 complete_schema(db)
 
     def _complete(self) -> bool:
         """True when the database has the tables and triggers of this release (:func:`schema_complete`)."""
         with self._lock:
-            return schema_complete(self._db)
+            try:
+                return schema_complete(self._db)
+            except sqlite3.Error as exc:
+                raise self._failure(exc) from exc
 
     def _upgrade_1(self) -> None:
         """Schema 1 -> 2: FTS5 rows of analysed terms instead of raw text (see the module docstring)."""
@@ -671,6 +676,11 @@ class SQLiteStore:
                 owners, window_matrix = self._vector_rows(
                     self._rows(f"{windows} ORDER BY window_key") if windows else []
                 )
+            orphans = int(np.count_nonzero(~np.isin(owners, keys)))
+            if orphans:
+                raise CorruptStoreError(
+                    self.location, f"{orphans} passage windows belong to no stored vector; {REPAIR_HINT}"
+                )
             self._dense = DenseIndex(
                 keys,
                 matrix,
@@ -702,10 +712,17 @@ class SQLiteStore:
         if self._db.in_transaction:
             yield
             return
-        self._db.execute("BEGIN")
+        try:
+            self._db.execute("BEGIN")
+        except sqlite3.Error as exc:
+            raise self._failure(exc) from exc
         try:
             yield
-        finally:
+        except BaseException:
+            with suppress(sqlite3.Error):  # SQLite may have ended the transaction already
+                self._db.execute("ROLLBACK")
+            raise
+        with suppress(sqlite3.Error):  # a read transaction: nothing to lose if it has ended
             self._db.execute("COMMIT")
 
     def dense(self, vector: Vectors, k: int) -> list[tuple[int, float]]:

@@ -172,9 +172,22 @@ def check_database(db: sqlite3.Connection, dim: int) -> list[str]:
         if stale:
             problems.append(f"{stale} BM25 rows that are not their chunk's terms (first: chunk key {first})")
 
+    def windows() -> None:
+        """Count passage windows without a stored vector, and of the wrong size (a store made before
+        windows has no table: nothing to check)."""
+        if not db.execute("SELECT 1 FROM sqlite_master WHERE name = 'windows'").fetchone():
+            return
+        orphaned = db.execute(_orphan_sql("windows", "chunk_key", "vectors", "chunk_key")).fetchone()[0]
+        if orphaned:
+            problems.append(f"{orphaned} passage windows without vector")
+        wrong = db.execute("SELECT COUNT(*) FROM windows WHERE length(vector) != ?", (4 * dim,)).fetchone()[0]
+        if wrong:
+            problems.append(f"{wrong} passage windows not of {dim} floats")
+
     attempt("integrity check", integrity)
     attempt("full-text index", fts_index)
     attempt("full-text terms", fts_terms)
+    attempt("passage windows", windows)
     for name, table, column, other, other_column in ORPHANS:
 
         def orphans(name: str = name, sql: str = _orphan_sql(table, column, other, other_column)) -> None:
@@ -255,6 +268,7 @@ def salvage(db: sqlite3.Connection, fresh: Path, generation: int) -> Salvage:
                 result.removed.append(f"removed {doc_id} ({problems[0]}): ingest {again} again")
                 continue
             _insert(out, rows)
+            _copy_windows(db, out, [row[0] for row in rows.chunks], dim)
             result.documents += 1
             result.chunks += len(rows.chunks)
         out.execute("COMMIT")
@@ -278,6 +292,25 @@ def _insert(out: sqlite3.Connection, rows: StoredRows) -> None:
         out.execute(
             "INSERT INTO chunks_fts (rowid, body) VALUES (?, ?)", (chunk[0], fts_body(header, chunk[6]))
         )
+
+
+def _copy_windows(db: sqlite3.Connection, out: sqlite3.Connection, keys: list[int], dim: int) -> None:
+    """Copy the passage windows of the chunks ``keys`` that read back whole (``dim`` floats); none when
+    the old database has no windows table or cannot read it (searches then use the whole-chunk vectors
+    until the documents are ingested again)."""
+    if not keys:
+        return
+    marks = ", ".join("?" * len(keys))
+    try:
+        rows = db.execute(
+            f"SELECT chunk_key, vector FROM windows WHERE chunk_key IN ({marks}) ORDER BY window_key", keys
+        ).fetchall()
+    except sqlite3.Error:
+        return
+    out.executemany(
+        "INSERT INTO windows (chunk_key, vector) VALUES (?, ?)",
+        [(key, vector) for key, vector in rows if isinstance(vector, bytes) and len(vector) == 4 * dim],
+    )
 
 
 def _marks(columns: str) -> str:
