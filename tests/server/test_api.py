@@ -82,7 +82,8 @@ def test_upload_becomes_a_job_then_a_document_that_can_be_deleted(
     assert job["result"]["failed"] == [{"source": "empty.md", "error": "file is empty"}]
     assert [e["status"] for e in job["events"]] == ["failed", "added"]  # failures are told at once
     assert (job["done"], job["total"]) == (2, 2)
-    assert job["result"]["accounting"]["by_role"]["embedder"]["calls"] >= 1
+    embedder = job["result"]["accounting"]["by_role"]["embedder"]
+    assert embedder["calls"] + embedder["cache_hits"] >= 1  # the vectors may come from the model cache
 
     listed = {d["doc_id"]: d for d in client.get("/v1/documents").json()["documents"]}
     assert listed["Careers at CloudWay 24.pdf"]["chunks"] == job["result"]["chunks"]
