@@ -34,6 +34,9 @@ CONTAINERS = st.lists(JSON, max_size=4) | st.dictionaries(st.text(max_size=6), J
         ('{"a": 1, "b"', {"a": 1, "b": None}),
         ('[{"x": "}"}, {"y": 2}] trailing words', [{"x": "}"}, {"y": 2}]),
         ("```\n[1, 2, 3]\n```", [1, 2, 3]),
+        ('Here you go: {"```": null}', {"```": None}),  # a fence marker inside a string is text
+        ('```json\n{"```": null}\n```', {"```": None}),
+        ('```json\n"fenced"\n```', "fenced"),
         ('"just a string"', "just a string"),
     ],
 )

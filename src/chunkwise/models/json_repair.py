@@ -1,8 +1,8 @@
 """Lenient JSON extraction from LLM answers.
 
 Small models wrap JSON in prose or code fences, leave trailing commas, or stop mid-value when they hit the
-token limit. :func:`parse_lenient` recovers the first JSON value of an answer: it strips code fences, cuts
-the text to the outermost object or array, drops trailing commas and closes whatever a truncated answer
+token limit. :func:`parse_lenient` recovers the first JSON value of an answer: it reads past a code fence,
+cuts the text to the outermost object or array, drops trailing commas and closes whatever a truncated answer
 left open (string, key without value, brackets). What it cannot recover raises :class:`ValueError` with
 the reason, which the structured-output loop feeds back to the model.
 """
@@ -18,26 +18,37 @@ _CLOSERS = {"{": "}", "[": "]"}
 
 
 def parse_lenient(text: str) -> Any:
-    """The first JSON value in ``text``, repaired if needed; :class:`ValueError` if there is none."""
-    body = _strip_fences(text).strip()
+    """The first JSON value in ``text``, repaired if needed; :class:`ValueError` if there is none.
+
+    A code fence that opens before the first bracket is the answer's body; its end is found by matching
+    brackets, not by the next fence marker, which a JSON string may hold."""
     try:
-        return json.loads(body)
+        return json.loads(text.strip())
     except json.JSONDecodeError:
         pass
-    starts = [i for i in (body.find("{"), body.find("[")) if i >= 0]
-    if not starts:
+    body, start = text, _first_opener(text)
+    fence = _FENCE.search(text)
+    if fence is not None and (start < 0 or fence.start() < start):
+        body = text[fence.start(1) :]
+        start = _first_opener(body)
+        if start < 0:  # a fenced scalar, or nothing
+            try:
+                return json.loads(fence.group(1).strip())
+            except json.JSONDecodeError:
+                pass
+    if start < 0:
         raise ValueError("the answer holds no JSON object or array")
-    repaired = _balance(body[min(starts) :])
+    repaired = _balance(body[start:])
     try:
         return json.loads(repaired)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the answer is not valid JSON ({exc.msg} at character {exc.pos})") from exc
 
 
-def _strip_fences(text: str) -> str:
-    """The content of the first Markdown code fence, or ``text`` itself when there is none."""
-    match = _FENCE.search(text)
-    return match.group(1) if match else text
+def _first_opener(text: str) -> int:
+    """The index of the first ``{`` or ``[`` in ``text``, -1 when there is none."""
+    starts = [i for i in (text.find("{"), text.find("[")) if i >= 0]
+    return min(starts) if starts else -1
 
 
 def _balance(text: str) -> str:
