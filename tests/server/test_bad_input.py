@@ -9,7 +9,9 @@ import signal
 import sqlite3
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -133,6 +135,26 @@ def test_oversized_bodies_are_refused(small: httpx.Client) -> None:
     assert small.post("/v1/chunk", json={"text": "a short text"}).status_code == 200
 
 
+@contextmanager
+def write_locked(kb: Path) -> Iterator[None]:
+    """Hold the store's write lock from another connection (as another process's writer would)."""
+    lock = sqlite3.connect(kb / DB_NAME, isolation_level=None)
+    lock.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        lock.execute("ROLLBACK")
+        lock.close()
+
+
+def running_job(http: httpx.Client, files: Any) -> dict[str, Any]:
+    """Send ``files`` as a job and wait until the writer has taken it."""
+    job: dict[str, Any] = http.post("/v1/documents", files=files).json()
+    while http.get(f"/v1/jobs/{job['id']}").json()["status"] == "queued":
+        time.sleep(0.01)
+    return job
+
+
 def test_a_full_queue_answers_429_and_a_slow_request_504(tmp_path: Path, data_dir: Path) -> None:
     """The writer is held up by another process's write lock on the store (deterministically): the
     running job waits, one more job fits in the queue, the next is refused; a delete waiting for the lock
@@ -143,22 +165,15 @@ def test_a_full_queue_answers_429_and_a_slow_request_504(tmp_path: Path, data_di
         running_app(create_app(kb, settings=settings)) as url,
         httpx.Client(base_url=url, timeout=600) as http,
     ):
-        lock = sqlite3.connect(kb / DB_NAME, isolation_level=None)
-        lock.execute("BEGIN IMMEDIATE")
-        try:
-            doc = upload(data_dir / "formats" / "accessories.md")
-            first = http.post("/v1/documents", files=doc).json()
-            while http.get(f"/v1/jobs/{first['id']}").json()["status"] == "queued":
-                time.sleep(0.01)
+        doc = upload(data_dir / "formats" / "accessories.md")
+        with write_locked(kb):
+            first = running_job(http, doc)
             second = http.post("/v1/documents", files=doc)
             assert second.status_code == 202
             third = http.post("/v1/documents", files=doc)
             assert _error(third, 429, "queue_full").startswith("the ingest queue is full")
             assert int(third.headers["retry-after"]) >= 1
             _error(http.delete("/v1/documents/other.md"), 504, "timeout")
-        finally:
-            lock.execute("ROLLBACK")
-            lock.close()
         assert wait_job(http, first["id"])["result"]["added"] == ["accessories.md"]
         assert wait_job(http, second.json()["id"])["result"]["skipped"] == ["accessories.md"]
         metrics = http.get("/metrics").text
@@ -179,18 +194,11 @@ def test_a_writer_process_that_dies_fails_its_job_and_the_next_job_gets_a_new_on
     before = set(writer_processes(os.getpid()))
     with running_app(create_app(kb)) as url, httpx.Client(base_url=url, timeout=600) as http:
         (writer,) = set(writer_processes(os.getpid())) - before
-        lock = sqlite3.connect(kb / DB_NAME, isolation_level=None)
-        lock.execute("BEGIN IMMEDIATE")
-        try:
-            doc = upload(data_dir / "formats" / "accessories.md")
-            job = http.post("/v1/documents", files=doc).json()
-            while http.get(f"/v1/jobs/{job['id']}").json()["status"] == "queued":
-                time.sleep(0.01)
+        doc = upload(data_dir / "formats" / "accessories.md")
+        with write_locked(kb):
+            job = running_job(http, doc)
             os.kill(writer, signal.SIGKILL)
             failed = wait_job(http, job["id"])
-        finally:
-            lock.execute("ROLLBACK")
-            lock.close()
         assert failed["status"] == "failed"
         assert failed["error"] == {
             "type": "internal",
