@@ -18,6 +18,7 @@ import httpx
 import numpy as np
 import pytest
 
+from chunkwise.config import from_dict
 from chunkwise.errors import (
     ConfigError,
     SchemaVersionError,
@@ -38,7 +39,13 @@ from tests.support.documents import format_docs
 from tests.support.fakes import HashEmbedder
 from tests.support.postgres import APP_PASSWORD
 from tests.support.server import running_app
-from tests.support.store import DOC, assert_embedder_recorded_and_checked, put
+from tests.support.store import (
+    DOC,
+    assert_embedder_recorded_and_checked,
+    best_scores,
+    put,
+    unit_vectors,
+)
 
 pytest.importorskip("psycopg")
 
@@ -82,16 +89,42 @@ def test_put_reports_a_skip_inside_its_transaction(pg_url):
         assert store.put(DOC, chunks, headers, vectors, fingerprint="f9") == "replaced"
 
 
-def test_passage_windows_are_refused_before_anything_is_written(pg_url):
+def test_passage_windows_score_their_chunk_exactly_and_through_hnsw(pg_url, pg_server):
+    """A chunk scores its best cosine, whole or window, as numpy computes it: exact below the HNSW
+    threshold, the same through the index at it; the windows go with their document."""
     with open_store(pg_url) as store:
-        with pytest.raises(ConfigError, match="SQLite store only"):
-            put(store, DOC, windowed=True)
-        assert store.counts() == {"documents": 0, "chunks": 0, "vectors": 0}
+        chunks = put(store, DOC, windowed=True)
+        schema = parse(pg_url).schema
+        with pg_server.admin() as conn:
+            keys = [
+                row[0] for row in conn.execute(f'SELECT chunk_key FROM "{schema}".chunks ORDER BY ordinal')
+            ]
+        assert len(keys) == len(chunks)
+        for seed in range(5):
+            query = unit_vectors(1, seed=10 + seed)[0]
+            expected = best_scores(len(chunks), 0, query)
+            order = np.argsort(-expected, kind="stable")
+            found = store.dense(query, len(chunks))
+            assert [key for key, _ in found] == [keys[i] for i in order]
+            np.testing.assert_allclose([score for _, score in found], expected[order], rtol=1e-5)
+            store.settings = StoreSettings(hnsw_threshold=1)
+            try:
+                assert store.dense_method() == "hnsw"
+                assert store.dense(query, 2) == found[:2]
+            finally:
+                store.settings = StoreSettings()
+        assert store.delete("guide.md")
+    with pg_server.admin() as conn:
+        assert conn.execute(f'SELECT count(*) FROM "{schema}".windows').fetchone()[0] == 0
+
+
+WINDOWED = from_dict({"retrieval": {"windows": 64}})
 
 
 @pytest.fixture(scope="module")
 def twin_stores(tmp_path_factory, pg_server, embedder, data_dir):
-    """The committed formats fixtures and the rmc_mini corpus, ingested into SQLite and PostgreSQL."""
+    """The committed formats fixtures and the rmc_mini corpus, ingested into SQLite and PostgreSQL with
+    passage windows of 64 tokens."""
     from chunkwise.parsing.text import text_document
 
     corpus = [
@@ -103,7 +136,7 @@ def twin_stores(tmp_path_factory, pg_server, embedder, data_dir):
     url = pg_server.url("twins")
     stores = []
     for location in (tmp_path_factory.mktemp("sqlite"), url):
-        kb = KnowledgeBase(location, models=Models(embedder=embedder))
+        kb = KnowledgeBase(location, WINDOWED, models=Models(embedder=embedder))
         report = kb.add_documents(docs)
         assert not report.failed
         stores.append(kb)
@@ -120,11 +153,14 @@ def queries(data_dir: Path) -> list[str]:
     return found
 
 
-def test_both_stores_rank_alike(twin_stores, data_dir, embedder):
-    """Identical BM25 top 10 (chunk ids and scores) and identical exact-dense top 10, then identical
-    hybrid search hits, on every query of the test data sets."""
+def test_both_stores_rank_alike(twin_stores, data_dir, embedder, pg_server):
+    """Identical BM25 top 10 (chunk ids and scores) and identical exact-dense top 10 (passage windows
+    included), then identical hybrid search hits, on every query of the test data sets."""
     sqlite, postgres = twin_stores
     assert sqlite.store.counts() == postgres.store.counts()
+    with pg_server.admin() as conn:
+        windows = conn.execute('SELECT count(*) FROM "twins".windows').fetchone()[0]
+    assert windows == sqlite.store.dense_index().owners.size > sqlite.store.counts()["chunks"]
     assert postgres.store.dense_method() == "exact"
 
     def ids(store, hits):
@@ -138,11 +174,10 @@ def test_both_stores_rank_alike(twin_stores, data_dir, embedder):
         vector = embedder.embed([query])[0]
         dense = [kb.store.dense(vector, 10) for kb in twin_stores]
         assert ids(sqlite.store, dense[0]) == ids(postgres.store, dense[1]), query
-        hits = [
-            [(h.chunk_id, round(h.score, 6)) for h in kb.query.search(query, k=5, vector=vector)]
-            for kb in twin_stores
-        ]
-        assert hits[0] == hits[1], query
+        hits = [kb.query.search(query, k=5, vector=vector) for kb in twin_stores]
+        assert [h.chunk_id for h in hits[0]] == [h.chunk_id for h in hits[1]], query
+        # a window's cosine is computed by each store (float32 in numpy, pgvector's own sums)
+        assert [h.score for h in hits[0]] == pytest.approx([h.score for h in hits[1]], abs=1e-6)
 
 
 def test_bm25_in_memory_ranks_as_the_sql(twin_stores, data_dir):
@@ -344,22 +379,29 @@ def test_schema_versions_missing_and_read_only_store(pg_url, pg_server):
                 write()
     with pg_server.admin() as conn:
         conn.execute(f"UPDATE \"{parse(pg_url).schema}\".meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(SchemaVersionError, match="schema 99 is newer than the supported 2"):
+    with pytest.raises(SchemaVersionError, match="schema 99 is newer than the supported 3"):
         open_store(pg_url)
 
 
-def test_schema_1_is_upgraded_with_a_generation(pg_url, pg_server):
-    """A store of schema 1 (no generation in its statistics) gets one on opening, and is searched."""
+def test_schema_1_is_upgraded_with_a_generation_and_windows(pg_url, pg_server):
+    """A store of schema 1 (no generation in its statistics, no windows table) gets both on opening, and
+    is searched; its next ingest stores passage windows."""
     with open_store(pg_url) as store:
         put(store, DOC)
     schema = parse(pg_url).schema
     with pg_server.admin() as conn:
         conn.execute(f'ALTER TABLE "{schema}".stats DROP COLUMN generation, DROP COLUMN epoch')
+        conn.execute(f'DROP TABLE "{schema}".windows')
         conn.execute(f"UPDATE \"{schema}\".meta SET value = '1' WHERE key = 'schema_version'")
     with open_store(pg_url, StoreSettings(bm25s_threshold=1)) as store:
-        assert store.meta("schema_version") == "2"
+        assert store.meta("schema_version") == "3"
         assert store.bm25("refunds", 3)
+        assert store.dense(unit_vectors(1, seed=5)[0], 2)
         assert store.check() == []
+        put(store, DOC, fingerprint="f2", windowed=True)
+        assert store.check() == []
+    with pg_server.admin() as conn:
+        assert conn.execute(f'SELECT count(*) FROM "{schema}".windows').fetchone()[0] > 0
 
 
 def test_embedder_name_dimension_and_version_are_recorded_and_checked(pg_url, pg_server):

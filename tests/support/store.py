@@ -58,7 +58,7 @@ def put(
     ``windowed``: with ``i % 3`` passage windows of random vectors for the ``i``-th chunk."""
     chunks = fixed_chunks(doc, size)
     store.check_embedder("test", 8)
-    owners = [i for i in range(len(chunks)) for _ in range(i % 3)] if windowed else []
+    owners = window_owners(len(chunks)) if windowed else []
     store.put(
         doc,
         chunks,
@@ -68,6 +68,21 @@ def put(
         windows=(owners, unit_vectors(len(owners), seed=seed + 100)) if windowed else None,
     )
     return chunks
+
+
+def window_owners(chunks: int) -> list[int]:
+    """The chunk of each passage window :func:`put` stores: ``i % 3`` windows for the ``i``-th chunk."""
+    return [i for i in range(chunks) for _ in range(i % 3)]
+
+
+def best_scores(chunks: int, seed: int, query: np.ndarray) -> np.ndarray:
+    """Each chunk's best cosine to ``query``, whole or window, as :func:`put` with ``windowed`` stores
+    them (``seed`` as given to it)."""
+    scores = unit_vectors(chunks, seed=seed) @ query
+    owners = window_owners(chunks)
+    for owner, vector in zip(owners, unit_vectors(len(owners), seed=seed + 100), strict=True):
+        scores[owner] = max(scores[owner], float(vector @ query))
+    return scores
 
 
 def animal_doc(i: int, paragraphs: int = 12) -> Document:
