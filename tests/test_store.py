@@ -368,3 +368,21 @@ def test_a_reader_reads_only_the_added_rows_until_a_vector_is_removed(tmp_path):
         reads = [s for s in statements if "FROM vectors" in s]
         assert len(reads) == 1
         assert "chunk_key >" not in reads[0]  # a removal: every row read again
+
+
+def test_a_vector_is_found_by_its_key_never_by_its_position(tmp_path):
+    """A chunk whose vector the index does not hold (removed after its row was read, or lost) gets no
+    vector, not its neighbour's."""
+    index = DenseIndex(np.array([2, 5, 9], dtype=np.int64), unit_vectors(3), generation=1, directory=tmp_path)
+    found = index.vectors_of(np.array([5, 3, 9, 10, 1], dtype=np.int64))
+    assert [v is None for v in found] == [False, True, False, True, True]
+    np.testing.assert_array_equal(found[0], index.matrix[1])
+    np.testing.assert_array_equal(found[2], index.matrix[2])
+    with SQLiteStore(tmp_path / "kb") as store:
+        put(store, DOC)
+        keys = [int(k) for k in store.dense_index().keys]
+        store._db.execute("DELETE FROM vectors WHERE chunk_key = ?", (keys[1],))
+        store._db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+        chunks = store.chunks(keys)
+    assert [c.key for c in chunks] == keys
+    assert [c.vector is None for c in chunks] == [False, True] + [False] * (len(keys) - 2)

@@ -82,9 +82,14 @@ class DenseIndex:
     def __len__(self) -> int:
         return int(self.keys.size)
 
-    def rows(self, keys: Keys) -> Vectors:
-        """The vectors of ``keys`` (each must be present)."""
-        return self.matrix[np.searchsorted(self.keys, keys)]
+    def vectors_of(self, keys: Keys) -> list[Vectors | None]:
+        """The vector of each of ``keys``, ``None`` for a key this generation does not hold (its chunk
+        was removed after the caller read it, or the store lost its vector)."""
+        if not keys.size or not self.keys.size:
+            return [None] * int(keys.size)
+        rows = np.minimum(np.searchsorted(self.keys, keys), self.keys.size - 1)
+        held = self.keys[rows] == keys
+        return [self.matrix[row] if ok else None for row, ok in zip(rows, held, strict=True)]
 
     def exact(self, query: Vectors, k: int) -> list[tuple[int, float]]:
         """The ``k`` nearest chunk keys by cosine (vectors are unit length), exactly."""

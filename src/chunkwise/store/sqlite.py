@@ -743,7 +743,7 @@ class SQLiteStore:
 
     def chunks(self, keys: Sequence[int]) -> list[StoredChunk]:
         """The chunks of ``keys`` with their vectors (in the given order; keys no longer stored are
-        skipped)."""
+        skipped; ``vector`` is ``None`` for a chunk removed between the two reads)."""
         if not keys:
             return []
         marks = ",".join("?" * len(keys))
@@ -754,9 +754,8 @@ class SQLiteStore:
         )
         by_key = {row[0]: row for row in rows}
         found = [by_key[k] for k in keys if k in by_key]
-        index = self.dense_index()
-        present = np.array([row[0] for row in found], dtype=np.int64)
-        vectors = index.rows(present) if present.size and index.keys.size else [None] * len(found)
+        # the index may be of a later generation than the rows: a vector is looked up by its key
+        vectors = self.dense_index().vectors_of(np.array([row[0] for row in found], dtype=np.int64))
         return [
             StoredChunk(doc_id, start, end, key, chunk_id, text, header, ordinal, vector)
             for (key, doc_id, start, end, chunk_id, text, header, ordinal), vector in zip(
