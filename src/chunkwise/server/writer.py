@@ -13,18 +13,20 @@ The two processes speak over a pipe. The server sends a job as its uploads, ``(n
 the writer answers with ``("event", {...})`` for each file handled and one
 ``("end", {...})`` per job (status, result or error, the accounting of its model calls and, for a bug,
 the traceback for the server's log). The writer stops between two documents when the server asks
-(``stopping``) or when the server is gone (its parent process changed: a ``kill -9`` of the server), so
-an interrupted job leaves each document whole or absent, as a job sent again expects.
+(``stopping``), so an interrupted job leaves each document whole or absent, as a job sent again expects.
+A second pipe is the writer's lifeline: the server never writes to it, and the writer exits the moment it
+reads its end, which the operating system closes when the server's process ends however it ends (a
+``kill -9`` included), mid-document if need be (SQLite and PostgreSQL roll that document's transaction
+back): nothing of the server goes on writing after it is gone.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
 import multiprocessing
 import os
 import signal
-import sys
+import threading
 import traceback
 from collections.abc import Callable
 from multiprocessing.connection import Connection
@@ -44,12 +46,10 @@ from chunkwise.server.errors import typed_status
 
 #: How much lower than the server the writer runs (``nice`` increment; 19 is the lowest priority).
 WRITER_NICENESS = 10
-#: Linux's ``prctl`` option that sends a signal to a process when the thread that started it ends.
-PR_SET_PDEATHSIG = 1
 
 
 class _StoppingError(Exception):
-    """Raised between two documents of a running job when the server shuts down or is gone."""
+    """Raised between two documents of a running job when the server shuts down."""
 
 
 class WriterProcess:
@@ -62,20 +62,25 @@ class WriterProcess:
         self._stopping: Event = self._context.Event()
         self._process: SpawnProcess | None = None
         self._conn: Connection | None = None
+        self._lifeline: Connection | None = None
 
     def start(self) -> None:
         """Start the process (a fresh one: it imports chunkwise and opens the store; the models load on
         the first job)."""
         ours, theirs = self._context.Pipe()
+        watched, lifeline = self._context.Pipe(duplex=False)  # the writer reads, the server holds
         process = self._context.Process(
             target=_serve,
-            args=(theirs, self.location, self.config, self._stopping, os.getpid()),
+            args=(theirs, watched, self.location, self.config, self._stopping),
             name="chunkwise-writer",
             daemon=True,
         )
         process.start()
         theirs.close()
-        self._process, self._conn = process, ours
+        watched.close()
+        if self._lifeline is not None:  # a dead writer's
+            self._lifeline.close()
+        self._process, self._conn, self._lifeline = process, ours, lifeline
 
     def run(
         self, files: list[tuple[str, bytes]], on_event: Callable[[dict[str, Any]], None]
@@ -107,6 +112,11 @@ class WriterProcess:
                 f"the writer process ended with exit code {code}",
             )
 
+    @property
+    def exitcode(self) -> int | None:
+        """The process's exit code once it has ended (``None`` while it runs or before it starts)."""
+        return None if self._process is None else self._process.exitcode
+
     def stopping(self) -> None:
         """Tell a running job to stop after the document it is storing (it still sends its end)."""
         self._stopping.set()
@@ -123,6 +133,8 @@ class WriterProcess:
             if self._process.is_alive():
                 self._process.kill()
                 self._process.join(timeout)
+        if self._lifeline is not None:
+            self._lifeline.close()
 
 
 def _failed(message: str, log: str) -> dict[str, Any]:
@@ -138,10 +150,11 @@ def _failed(message: str, log: str) -> dict[str, Any]:
 
 
 def _serve(
-    conn: Connection, location: str | Path, config: PipelineConfig, stopping: Event, parent: int
+    conn: Connection, lifeline: Connection, location: str | Path, config: PipelineConfig, stopping: Event
 ) -> None:
-    """The writer process: take jobs from ``conn`` until it closes, answer each as the module says."""
-    _die_with_server(parent)
+    """The writer process: take jobs from ``conn`` until it closes, answer each as the module says; exit
+    at once when ``lifeline`` ends (the server is gone)."""
+    threading.Thread(target=_exit_with_server, args=(lifeline,), name="lifeline", daemon=True).start()
     # Ctrl-C in the server's terminal reaches this process too, and a service manager's SIGTERM may:
     # the server decides when the writer stops (after the document it is storing), not the signal
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -154,23 +167,19 @@ def _serve(
                 files = conn.recv()
             except (EOFError, OSError):
                 return  # the server closed the pipe or is gone
-            end = _run_job(kb, files, lambda event: conn.send(("event", event)), stopping, parent)
+            end = _run_job(kb, files, lambda event: conn.send(("event", event)), stopping)
             try:
                 conn.send(("end", end))
             except OSError:
                 return
 
 
-def _die_with_server(parent: int) -> None:
-    """On Linux, have the kernel kill this process the moment the server's ends, so a ``kill -9`` of the
-    server ends its writer too, mid-document if need be (SQLite and PostgreSQL roll that document's
-    transaction back): nothing of the server goes on writing after it is gone. Elsewhere the writer
-    notices between two documents (:func:`_run_job`)."""
-    if sys.platform == "linux":
-        with contextlib.suppress(OSError, AttributeError):
-            ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:  # the server was gone before the request took effect
-        os._exit(0)
+def _exit_with_server(lifeline: Connection) -> None:
+    """Wait for the end of the server's side of ``lifeline`` (nothing is ever sent on it), then end this
+    process without cleaning up: the document being stored is rolled back by the store."""
+    with contextlib.suppress(EOFError, OSError):
+        lifeline.recv_bytes()
+    os._exit(0)
 
 
 def _run_job(
@@ -178,14 +187,13 @@ def _run_job(
     files: list[tuple[str, bytes]],
     send: Callable[[dict[str, Any]], None],
     stopping: Event,
-    parent: int,
 ) -> dict[str, Any]:
     """One job over ``kb``'s store with a model context of its own (one ledger, one budget)."""
     models = Models(kb.config.models)
 
     def on_progress(event: IngestEvent) -> None:
         send({"source": event.source, "status": event.status, "chunks": event.chunks})
-        if stopping.is_set() or os.getppid() != parent:
+        if stopping.is_set():
             raise _StoppingError
 
     end: dict[str, Any] = {"status": "done", "result": None, "error": None, "traceback": None}
