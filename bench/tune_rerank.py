@@ -1,14 +1,17 @@
-"""The ``quality`` preset's rerank weight, tuned on the dev sets with a held-back split.
+"""The ``quality`` preset's rerank weight and BM25 fusion weight, tuned on the dev sets with a held-back
+split.
 
-The cross-encoder (ms-marco-MiniLM-L-12-v2) reranks the best 20 fused candidates. At weight 1 its order
-alone ranks them; below 1 its min-max normalised logits are blended with the hybrid scores it receives
-(:mod:`chunkwise.query.rerank`). Each weight is scored as :mod:`tune_defaults` scores its grid: on the
-tuning part of every dev set (30% of the queries held back, seed 0) with recall at a 1,000-token context
-(document recall@6 on rmc_dev), the best mean chosen, then only the choice and the reference (weight 1,
-the preset before this tuning) scored on the held-back parts. Weight 0 keeps the hybrid order, so its
-row is the default pipeline's figure on the same queries.
+The cross-encoder (ms-marco-MiniLM-L-12-v2) reranks the best 20 fused candidates. At rerank weight 1 its
+order alone ranks them; below 1 its min-max normalised logits are blended with the hybrid scores it
+receives (:mod:`chunkwise.query.rerank`). The preset embeds passage windows, which
+``bench/tune_windows.py`` found to want a smaller BM25 share in the fusion than whole-chunk vectors, so
+the grid is BM25 weight x rerank weight. Each point is scored as :mod:`tune_defaults` scores its grid: on
+the tuning part of every dev set (30% of the queries held back, seed 0) with recall at a 1,000-token
+context (document recall@6 on rmc_dev), the best mean chosen, then only the choice and the reference
+(the preset as it was: BM25 weight 0.7, rerank weight 0.4) scored on the held-back parts. Rerank weight
+0 keeps the hybrid order, so its rows are the hybrid pipeline with windows on the same queries.
 
-The reranker's scores are cached by (query, passage), so only the first weight runs the model.
+The reranker's scores are cached by (query, passage), so a pair is scored by the model once.
 
 Run: ``.venv/bin/python bench/tune_rerank.py [--data ../shared/data] [--workdir DIR]``. Writes
 ``bench/results/tune_rerank.json`` and prints the tables.
@@ -23,30 +26,36 @@ from chunkwise.config import PipelineConfig, from_dict
 from tune_defaults import arguments, tune, write
 
 RESULTS = Path(__file__).parent / "results" / "tune_rerank.json"
-WEIGHTS = (1.0, 0.8, 0.7, 0.6, 0.5, 0.4, 0.3, 0.2, 0.0)
+FUSION_WEIGHTS = (0.7, 0.5)
+RERANK_WEIGHTS = (1.0, 0.6, 0.4, 0.2, 0.0)
 
 
 @dataclasses.dataclass(frozen=True)
-class Weight:
-    """One point: the reranker's share of the final score."""
+class Weights:
+    """One point: BM25's share of the fusion and the reranker's share of the final score."""
 
-    weight: float
+    fusion: float
+    rerank: float
 
     @property
     def name(self) -> str:
-        """A label such as ``rerank weight=0.5``."""
-        return f"rerank weight={self.weight:g}"
+        """A label such as ``bm25 weight=0.5 rerank weight=0.4``."""
+        return f"bm25 weight={self.fusion:g} rerank weight={self.rerank:g}"
 
     def apply(self, base: PipelineConfig) -> PipelineConfig:
-        """``base`` with this rerank weight."""
-        return dataclasses.replace(base, rerank=dataclasses.replace(base.rerank, weight=self.weight))
+        """``base`` with these weights."""
+        return dataclasses.replace(
+            base,
+            retrieval=dataclasses.replace(base.retrieval, weight=self.fusion),
+            rerank=dataclasses.replace(base.rerank, weight=self.rerank),
+        )
 
 
 def main() -> None:
-    """Tune the weight of the ``quality`` preset's reranker."""
+    """Tune the weights of the ``quality`` preset."""
     args = arguments(__doc__.split("\n", 1)[0])
-    points = [Weight(w) for w in WEIGHTS]
-    write(tune(points, points[0], from_dict({"preset": "quality"}), args), RESULTS)
+    points = [Weights(f, r) for f in FUSION_WEIGHTS for r in RERANK_WEIGHTS]
+    write(tune(points, Weights(0.7, 0.4), from_dict({"preset": "quality"}), args), RESULTS)
 
 
 if __name__ == "__main__":
