@@ -170,6 +170,13 @@ def _one_line(text: str, password: str | None) -> str:
     return line.replace(password, "***") if password else line
 
 
+def _execute_script(conn: Any, script: str) -> None:
+    """Run each statement of a ``;``-separated DDL script (none of ours holds a ``;`` in a literal)."""
+    for statement in script.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
 def postings(header: str, text: str) -> tuple[int, Counter[str]]:
     """A chunk's BM25 length (its number of index terms) and the frequency of each term."""
     terms = index_terms(contextual_text(header, text))
@@ -325,9 +332,7 @@ class PostgresStore:
                 self._ensure_pgvector(conn)
                 if self._version(conn) is None:
                     conn.execute(f"CREATE SCHEMA IF NOT EXISTS {self._s}")
-                    for statement in _TABLES.format(s=self._s).split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
+                    _execute_script(conn, _TABLES.format(s=self._s))
                     conn.execute(
                         f"INSERT INTO {self._s}.meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),)
                     )
@@ -361,9 +366,7 @@ class PostgresStore:
             if self._version(conn) == 2:
                 dim = conn.execute(f"SELECT value FROM {self._s}.meta WHERE key = 'dim'").fetchone()
                 if dim is not None:
-                    for statement in _WINDOWS.format(s=self._s, dim=int(dim[0])).split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
+                    _execute_script(conn, _WINDOWS.format(s=self._s, dim=int(dim[0])))
                 conn.execute(f"UPDATE {self._s}.meta SET value = '3' WHERE key = 'schema_version'")
 
     def _ensure_pgvector(self, conn: Any) -> None:
@@ -418,9 +421,7 @@ class PostgresStore:
                     ddl = _VECTORS.format(
                         s=self._s, dim=int(dim), m=cfg.hnsw_m, ef_construction=cfg.hnsw_ef_construction
                     )
-                    for statement in ddl.split(";"):
-                        if statement.strip():
-                            conn.execute(statement)
+                    _execute_script(conn, ddl)
                     conn.execute(
                         f"INSERT INTO {self._s}.meta VALUES ('embedder', %s), ('dim', %s),"
                         " ('embedder_version', %s)",
