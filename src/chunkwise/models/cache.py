@@ -96,23 +96,36 @@ class ModelCache:
         with self._connection() as connection:
             connection.executemany("INSERT OR IGNORE INTO vectors VALUES (?, ?, ?, ?)", rows)
 
+    def get_calls(self, keys: Sequence[str]) -> dict[str, CachedCall]:
+        """The stored results among ``keys``, by key (absent keys are left out)."""
+        found: dict[str, CachedCall] = {}
+        for start in range(0, len(keys), 500):
+            batch = list(keys[start : start + 500])
+            rows = self._connection().execute(
+                "SELECT key, value, input_tokens, output_tokens FROM calls "
+                f"WHERE key IN ({','.join('?' * len(batch))})",
+                batch,
+            )
+            for key, value, input_tokens, output_tokens in rows:
+                found[key] = CachedCall(json.loads(value), int(input_tokens), int(output_tokens))
+        return found
+
+    def put_calls(self, calls: dict[str, CachedCall]) -> None:
+        """Store several call results in one transaction (values must be JSON-serialisable)."""
+        rows = [
+            (key, json.dumps(call.value, ensure_ascii=False), call.input_tokens, call.output_tokens)
+            for key, call in calls.items()
+        ]
+        with self._connection() as connection:
+            connection.executemany("INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?)", rows)
+
     def get_call(self, key: str) -> CachedCall | None:
         """The stored result for ``key``, or ``None``."""
-        row = (
-            self._connection()
-            .execute("SELECT value, input_tokens, output_tokens FROM calls WHERE key = ?", (key,))
-            .fetchone()
-        )
-        return None if row is None else CachedCall(json.loads(row[0]), int(row[1]), int(row[2]))
+        return self.get_calls([key]).get(key)
 
     def put_call(self, key: str, call: CachedCall) -> None:
         """Store a call result (must be JSON-serialisable)."""
-        value = json.dumps(call.value, ensure_ascii=False)
-        with self._connection() as connection:
-            connection.execute(
-                "INSERT OR IGNORE INTO calls VALUES (?, ?, ?, ?)",
-                (key, value, call.input_tokens, call.output_tokens),
-            )
+        self.put_calls({key: call})
 
     def _connection(self) -> sqlite3.Connection:
         connection: sqlite3.Connection | None = getattr(self._local, "connection", None)

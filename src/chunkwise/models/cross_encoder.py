@@ -14,7 +14,8 @@ it fast enough on two cores:
 - batches side by side on every core (:func:`~chunkwise.models.onnx_session.run_batches`); the
   tokenizer's Rust batch path for every passage at once;
 - the pipeline's rerank depth (only the best fused candidates are scored) and the model cache
-  (:class:`~chunkwise.models.managed.ManagedReranker`: a repeated query costs nothing).
+  (:class:`~chunkwise.models.managed.ManagedReranker`: a (query, passage) pair scored once is
+  never scored again, in whatever list it comes).
 """
 
 from __future__ import annotations

@@ -285,7 +285,12 @@ class ManagedLLM(StructuredViaChat, Managed):
 
 
 class ManagedReranker(Managed):
-    """A :class:`Reranker` with cached, accounted scoring."""
+    """A :class:`Reranker` with accounted scoring, cached per (query, text) pair.
+
+    A reranker scores each pair on its own (a cross-encoder reads one query and one passage), so a pair
+    scored once is never sent again, whatever list it comes in: the same question over a changed store,
+    a deeper rerank, or another fusion weight send only the passages not scored yet. Each stored pair
+    keeps its share of the call's tokens, which a hit records as cached tokens."""
 
     role = "reranker"
 
@@ -295,17 +300,28 @@ class ManagedReranker(Managed):
         super().__init__(inner, ledger, cache, price or Price())
 
     def score(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        """One score per text, from the cache when this exact query and list were scored before."""
+        """One score per text; only the pairs the cache does not hold reach the backend, in one call."""
         texts = list(texts)
-        estimate = estimate_rerank_tokens(query, texts)
-        value = self._cached_call(
-            "rerank",
-            "",
-            (query, texts),
-            estimate,
-            lambda: [float(s) for s in self._inner.score(query, texts)],
-        )
-        return np.asarray(value, dtype=np.float32)
+        keys = [cache_key(self.name, "rerank", query, text) for text in texts]
+        hits = self.cache.get_calls(keys) if self.cache else {}
+        if hits:
+            cached_tokens = sum(hit.input_tokens for hit in hits.values())
+            self._record("rerank", "", Usage(0), 0.0, cached=True, cached_tokens=cached_tokens)
+        fresh = list(dict.fromkeys(text for text, key in zip(texts, keys, strict=True) if key not in hits))
+        scores = {key: float(hit.value) for key, hit in hits.items()}
+        if fresh:
+            estimate = estimate_rerank_tokens(query, fresh)
+            values, usage = self._call("rerank", "", estimate, lambda: self._inner.score(query, fresh))
+            calls = {
+                cache_key(self.name, "rerank", query, text): CachedCall(float(value), tokens, 0)
+                for text, value, tokens in zip(
+                    fresh, values, _apportion(usage.input_tokens, fresh), strict=True
+                )
+            }
+            if self.cache:
+                self.cache.put_calls(calls)
+            scores.update((key, call.value) for key, call in calls.items())
+        return np.asarray([scores[key] for key in keys], dtype=np.float32)
 
 
 def _apportion(total: int, texts: Sequence[str]) -> list[int]:
