@@ -384,8 +384,9 @@ def test_schema_versions_missing_and_read_only_store(pg_url, pg_server):
 
 
 def test_schema_1_is_upgraded_with_a_generation_and_windows(pg_url, pg_server):
-    """A store of schema 1 (no generation in its statistics, no windows table) gets both on opening, and
-    is searched; its next ingest stores passage windows."""
+    """A store of schema 1 (no generation in its statistics, no windows table) is refused read-only and
+    left as it is; opened with write access it gets both, and is searched; its next ingest stores
+    passage windows."""
     with open_store(pg_url) as store:
         put(store, DOC)
     schema = parse(pg_url).schema
@@ -393,6 +394,12 @@ def test_schema_1_is_upgraded_with_a_generation_and_windows(pg_url, pg_server):
         conn.execute(f'ALTER TABLE "{schema}".stats DROP COLUMN generation, DROP COLUMN epoch')
         conn.execute(f'DROP TABLE "{schema}".windows')
         conn.execute(f"UPDATE \"{schema}\".meta SET value = '1' WHERE key = 'schema_version'")
+    with pytest.raises(SchemaVersionError, match="store schema 1 is older than the supported 3: an ingest"):
+        open_store(pg_url, read_only=True)  # a search never writes, an upgrade's DDL neither
+    with pg_server.admin() as conn:
+        assert conn.execute("SELECT to_regclass(%s)", (f'"{schema}".windows',)).fetchone()[0] is None
+        version = conn.execute(f"SELECT value FROM \"{schema}\".meta WHERE key = 'schema_version'").fetchone()
+        assert version == ("1",)
     with open_store(pg_url, StoreSettings(bm25s_threshold=1)) as store:
         assert store.meta("schema_version") == "3"
         assert store.bm25("refunds", 3)

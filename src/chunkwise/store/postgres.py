@@ -43,6 +43,7 @@ import numpy as np
 from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.document import Document, Unit, UnitKind
 from chunkwise.errors import (
+    SchemaVersionError,
     StoreAuthError,
     StoreError,
     StoreExtensionError,
@@ -337,6 +338,13 @@ class PostgresStore:
                         f"INSERT INTO {self._s}.meta VALUES ('schema_version', %s)", (str(SCHEMA_VERSION),)
                     )
             version = SCHEMA_VERSION
+        elif version < SCHEMA_VERSION and self.read_only:
+            # an upgrade writes (DDL, under the setup lock): refused as the SQLite store refuses it
+            raise SchemaVersionError(
+                self.location,
+                f"store schema {version} is older than the supported {SCHEMA_VERSION}: an ingest, or any "
+                "opening with write access, upgrades it",
+            )
         else:
             self._ensure_pgvector(conn)
             conn.commit()
