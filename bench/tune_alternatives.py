@@ -33,8 +33,8 @@ import json
 import math
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager, nullcontext
 from pathlib import Path
 from typing import Any
 from unittest.mock import patch
@@ -176,14 +176,8 @@ def lexical(window: int | None, k1: float = 1.2, b: float = 0.75, plus_chunk: bo
     return patch.object(SQLiteStore, "bm25", bm25)
 
 
-@contextmanager
-def unchanged() -> Iterator[None]:
-    """The library as it is: the default."""
-    yield
-
-
 ALTERNATIVES: dict[str, Callable[[], AbstractContextManager[Any]]] = {
-    "default (min-max fusion)": unchanged,
+    "default (min-max fusion)": nullcontext,
     "z-score fusion": lambda: patch.object(fusion, "weighted_fusion", z_score_fusion),
     **{
         f"rocchio m={m} beta={beta:g}": (lambda m=m, beta=beta: rocchio(m, beta))
