@@ -23,7 +23,7 @@ from chunkwise.config import PipelineConfig, from_dict
 from tune_defaults import arguments, tune, write
 
 RESULTS = Path(__file__).parent / "results" / "tune_windows.json"
-WINDOWS = (0, 128)
+WINDOWS = (0, 64, 128)
 WEIGHTS = (0.7, 0.6, 0.5)
 
 

@@ -1,7 +1,7 @@
 """What passage windows cost at ingest: time, and vectors kept, with and without them.
 
-Each dev set's corpus is ingested twice into a fresh knowledge base with the default configuration, once
-without windows and once with windows of 128 tokens (``retrieval.windows``), the model cache off so that
+Each dev set's corpus is ingested into a fresh knowledge base with the default configuration, without
+windows and with windows of 64 and of 128 tokens (``retrieval.windows``), the model cache off so that
 every vector is computed. Prints a Markdown table and writes ``bench/results/windows_cost.json``.
 
 Run: ``.venv/bin/python bench/windows_cost.py [--data ../shared/data] [--sets anthropic_code rmc_dev]``.
@@ -23,7 +23,7 @@ from chunkwise.config import from_dict
 from chunkwise.evaluation.datasets import load_dataset
 
 RESULTS = Path(__file__).parent / "results" / "windows_cost.json"
-WINDOWS = (0, 128)
+WINDOWS = (0, 64, 128)
 
 
 def measure(data: Path, name: str, windows: int) -> dict[str, Any]:

@@ -93,11 +93,12 @@ class RetrievalConfig:
     ``windows``: also embed each chunk longer than this many tokens as overlapping windows of this many
     tokens, and score a chunk in dense retrieval by its best vector, whole or window (0: off; see
     :mod:`chunkwise.ingest.windows`). Set when documents are ingested (a change re-embeds them); both
-    stores keep them. ``bench/tune_windows.py`` measured windows of 128 tokens with BM25's weight at
+    stores keep them. ``bench/tune_windows.py`` measured windows of 64 tokens with BM25's weight at
     0.5 above the default on the held-back queries of all five dev sets (mean recall at 1,000 tokens
-    0.783 against 0.766), for 2.5-2.7 times the ingest time and 6.6-8.3 vectors a chunk
-    (``bench/windows_cost.py``); the ``quality`` preset uses them. They are off by default for that
-    cost: the default keeps the ingest speed of one vector a chunk."""
+    0.796 against 0.766; 128 tokens: 0.783), for 2.5-2.7 times the ingest time and 12.9-16.1 vectors a
+    chunk (``bench/windows_cost.py``); the ``quality`` preset uses windows of 128 tokens, with which its
+    reranker weights were tuned. They are off by default for that cost: the default keeps the ingest
+    speed of one vector a chunk."""
 
     bm25: bool = True
     dense: bool = True
