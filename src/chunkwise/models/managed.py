@@ -302,18 +302,18 @@ class ManagedReranker(Managed):
     def score(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One score per text; only the pairs the cache does not hold reach the backend, in one call."""
         texts = list(texts)
-        keys = [cache_key(self.name, "rerank", query, text) for text in texts]
-        hits = self.cache.get_calls(keys) if self.cache else {}
+        key_of = {text: cache_key(self.name, "rerank", query, text) for text in texts}
+        hits = self.cache.get_calls(list(key_of.values())) if self.cache else {}
         if hits:
             cached_tokens = sum(hit.input_tokens for hit in hits.values())
             self._record("rerank", "", Usage(0), 0.0, cached=True, cached_tokens=cached_tokens)
-        fresh = list(dict.fromkeys(text for text, key in zip(texts, keys, strict=True) if key not in hits))
+        fresh = [text for text, key in key_of.items() if key not in hits]
         scores = {key: float(hit.value) for key, hit in hits.items()}
         if fresh:
             estimate = estimate_rerank_tokens(query, fresh)
             values, usage = self._call("rerank", "", estimate, lambda: self._inner.score(query, fresh))
             calls = {
-                cache_key(self.name, "rerank", query, text): CachedCall(float(value), tokens, 0)
+                key_of[text]: CachedCall(float(value), tokens, 0)
                 for text, value, tokens in zip(
                     fresh, values, _apportion(usage.input_tokens, fresh), strict=True
                 )
@@ -321,7 +321,7 @@ class ManagedReranker(Managed):
             if self.cache:
                 self.cache.put_calls(calls)
             scores.update((key, call.value) for key, call in calls.items())
-        return np.asarray([scores[key] for key in keys], dtype=np.float32)
+        return np.asarray([scores[key_of[text]] for text in texts], dtype=np.float32)
 
 
 def _apportion(total: int, texts: Sequence[str]) -> list[int]:
