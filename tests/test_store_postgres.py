@@ -411,6 +411,26 @@ def test_schema_1_is_upgraded_with_a_generation_and_windows(pg_url, pg_server):
         assert conn.execute(f'SELECT count(*) FROM "{schema}".windows').fetchone()[0] > 0
 
 
+def test_a_read_only_opening_never_creates_the_pgvector_extension(pg_server):
+    """A store whose database lost pgvector is refused read-only, naming the extension, and the extension
+    is left absent; an opening with write access creates it again."""
+    with pg_server.admin() as conn:
+        conn.execute("CREATE DATABASE lostext")
+    url = pg_server.url("kb", db="lostext")
+    open_store(url).close()
+    with pg_server.admin("lostext") as conn:
+        conn.execute("DROP EXTENSION vector")
+    with pytest.raises(StoreExtensionError, match=r"'vector'\) is missing .* a read-only opening does not"):
+        open_store(url, read_only=True)
+    extension = "SELECT count(*) FROM pg_extension WHERE extname = 'vector'"
+    with pg_server.admin("lostext") as conn:
+        assert conn.execute(extension).fetchone() == (0,)
+    with open_store(url) as store:
+        assert store.counts()["documents"] == 0
+    with pg_server.admin("lostext") as conn:
+        assert conn.execute(extension).fetchone() == (1,)
+
+
 def test_embedder_name_dimension_and_version_are_recorded_and_checked(pg_url, pg_server):
     """As in SQLite: ingest records the embedder, a search only checks it (on a read-only store too), and
     another name, dimension or recorded version is refused; a store recorded without a version is

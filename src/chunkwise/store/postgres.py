@@ -346,7 +346,7 @@ class PostgresStore:
                 "opening with write access, upgrades it",
             )
         else:
-            self._ensure_pgvector(conn)
+            self._ensure_pgvector(conn, create=not self.read_only)
             conn.commit()
         upgrade(
             self.location,
@@ -377,13 +377,21 @@ class PostgresStore:
                     _execute_script(conn, _WINDOWS.format(s=self._s, dim=int(dim[0])))
                 conn.execute(f"UPDATE {self._s}.meta SET value = '3' WHERE key = 'schema_version'")
 
-    def _ensure_pgvector(self, conn: Any) -> None:
+    def _ensure_pgvector(self, conn: Any, create: bool = True) -> None:
         """Create the ``vector`` extension when the database lacks it; :class:`StoreExtensionError` when
-        it is not installed on the server or the user may not create it."""
+        it is not installed on the server, the user may not create it, or ``create`` is false (a
+        read-only opening runs no DDL)."""
         import psycopg
 
         if conn.execute("SELECT 1 FROM pg_extension WHERE extname = 'vector'").fetchone():
             return
+        if not create:
+            raise StoreExtensionError(
+                self.location,
+                "the pgvector extension ('vector') is missing from this database and a read-only opening "
+                "does not create it; open the store with write access once, or run CREATE EXTENSION "
+                "vector as the database owner",
+            )
         try:
             with conn.transaction():
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
