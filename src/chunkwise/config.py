@@ -30,8 +30,8 @@ the configuration is loaded, not at the first ingest.
 Presets: ``default`` (BM25 + dense hybrid with the default local embedder, extractive answers: no LLM
 anywhere), ``fast`` (the same with all-MiniLM-L6-v2, the quickest to ingest, on chunks of 800
 characters that fit its 256-token window), ``quality`` (``default``
-plus the bundled cross-encoder reranking the best 20 fused candidates, its score blended with the
-fused one at weight 0.4; no LLM),
+with passage windows of 64 tokens and BM25's fusion weight at 0.5, plus the bundled cross-encoder
+reranking the best 20 fused candidates, its score blended with the fused one at weight 0.2; no LLM),
 ``chunkrag`` (ChunkRAG's Algorithm 1: rewrite, hybrid, redundancy, LLM relevance filter, rerank, LLM
 answer) and ``dsrag`` (contextual headers with summaries, relevant segment extraction, LLM answer).
 """
@@ -96,9 +96,9 @@ class RetrievalConfig:
     stores keep them. ``bench/tune_windows.py`` measured windows of 64 tokens with BM25's weight at
     0.5 above the default on the held-back queries of all five dev sets (mean recall at 1,000 tokens
     0.796 against 0.766; 128 tokens: 0.783), for 2.5-2.7 times the ingest time and 12.9-16.1 vectors a
-    chunk (``bench/windows_cost.py``); the ``quality`` preset uses windows of 128 tokens, with which its
-    reranker weights were tuned. They are off by default for that cost: the default keeps the ingest
-    speed of one vector a chunk."""
+    chunk (``bench/windows_cost.py``); the ``quality`` preset uses them (``bench/tune_rerank.py`` tuned
+    its window size and weights together). They are off by default for that cost: the default keeps
+    the ingest speed of one vector a chunk."""
 
     bm25: bool = True
     dense: bool = True
@@ -317,10 +317,10 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "quality": {
         "models": {"reranker": "local:ms-marco-minilm"},
-        # passage windows for dense retrieval (bench/tune_windows.py, bench/results/eval)
-        "retrieval": {"windows": 128},
-        # weight tuned on the dev sets with a held-back split (bench/tune_rerank.py)
-        "rerank": {"enabled": True, "depth": 20, "weight": 0.4},
+        # passage windows and both weights tuned together on the dev sets with a held-back split
+        # (bench/tune_rerank.py)
+        "retrieval": {"windows": 64, "weight": 0.5},
+        "rerank": {"enabled": True, "depth": 20, "weight": 0.2},
     },
     "dsrag": {
         "headers": {"summary": True, "llm": True},
