@@ -32,6 +32,7 @@ from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from chunkwise.server import create_app
 from chunkwise.store import StoreSettings, open_store
+from chunkwise.store.dense import WINDOW_CANDIDATES
 from chunkwise.store.pg_lexical import MAX_SEGMENTS
 from chunkwise.store.pgurl import parse
 from tests.support.cli import run_chunkwise
@@ -41,10 +42,12 @@ from tests.support.postgres import APP_PASSWORD
 from tests.support.server import running_app
 from tests.support.store import (
     DOC,
+    animal_doc,
     assert_embedder_recorded_and_checked,
     best_scores,
     put,
     unit_vectors,
+    window_owners,
 )
 
 pytest.importorskip("psycopg")
@@ -116,6 +119,75 @@ def test_passage_windows_score_their_chunk_exactly_and_through_hnsw(pg_url, pg_s
         assert store.delete("guide.md")
     with pg_server.admin() as conn:
         assert conn.execute(f'SELECT count(*) FROM "{schema}".windows').fetchone()[0] == 0
+
+
+def test_a_chunk_found_only_through_a_window_is_found_through_hnsw(pg_url):
+    """Above the threshold the windows' own HNSW index proposes candidates beside the whole vectors':
+    a query equal to one window of a chunk whose whole vector is far from it finds that chunk first,
+    with the window's cosine, as the exact search does."""
+    doc = animal_doc(1, paragraphs=60)
+    with open_store(pg_url) as store:
+        chunks = put(store, doc, size=30, windowed=True)
+        owners = window_owners(len(chunks))
+        wholes = unit_vectors(len(chunks), seed=0)
+        windows = unit_vectors(len(owners), seed=100)
+        # the window whose chunk's whole vector ranks lowest for it
+        ranks = [int((wholes @ w > wholes[o] @ w).sum()) for o, w in zip(owners, windows, strict=True)]
+        pick = int(np.argmax(ranks))
+        assert ranks[pick] > 4 * WINDOW_CANDIDATES  # the whole vectors alone would not propose it
+        exact = store.dense(windows[pick], 3)
+        store.settings = StoreSettings(hnsw_threshold=1)
+        assert store.dense_method() == "hnsw"
+        found = store.dense(windows[pick], 3)
+        assert found[0][0] == exact[0][0]
+        assert found[0][1] == pytest.approx(1.0, abs=1e-5)
+        assert store.chunks([found[0][0]])[0].text == chunks[owners[pick]].text
+
+
+def test_the_hnsw_threshold_counts_windows_and_check_and_repair_keep_their_count(pg_url, pg_server):
+    """An exact search scans every vector, whole or window, so the threshold counts both (kept in the
+    statistics row by every write); check reports a wrong count and repair recounts it."""
+    with open_store(pg_url) as store:
+        chunks = put(store, DOC, size=20, windowed=True)
+        vectors = len(chunks) + len(window_owners(len(chunks)))
+        assert len(window_owners(len(chunks))) > 0
+        for threshold, method in ((vectors, "hnsw"), (vectors + 1, "exact"), (len(chunks) + 1, "hnsw")):
+            store.settings = StoreSettings(hnsw_threshold=threshold)
+            assert store.dense_method() == method
+        schema = parse(pg_url).schema
+        with pg_server.admin() as conn:
+            conn.execute(f'UPDATE "{schema}".stats SET windows = windows + 3')
+        assert store.check() == ["1 window statistics that disagree with the windows"]
+        assert "recounted the BM25 statistics and the windows" in store.repair()
+        assert store.check() == []
+        put(store, DOC, size=25, fingerprint="f2", windowed=True)  # replaced: its old windows go
+        assert store.check() == []
+        assert store.delete("guide.md")
+        assert store.check() == []
+        with pg_server.admin() as conn:
+            assert conn.execute(f'SELECT chunks, windows FROM "{schema}".stats').fetchone() == (0, 0)
+
+
+def test_schema_3_is_upgraded_with_a_windows_count_and_index(pg_url, pg_server):
+    """A store of schema 3 (windows without a count or an HNSW index) is refused read-only; opened with
+    write access it gets both, the count taken from its windows."""
+    with open_store(pg_url) as store:
+        chunks = put(store, DOC, windowed=True)
+    schema = parse(pg_url).schema
+    with pg_server.admin() as conn:
+        conn.execute(f'ALTER TABLE "{schema}".stats DROP COLUMN windows')
+        conn.execute(f'DROP INDEX "{schema}".windows_hnsw')
+        conn.execute(f"UPDATE \"{schema}\".meta SET value = '3' WHERE key = 'schema_version'")
+    with pytest.raises(SchemaVersionError, match="store schema 3 is older than the supported 4"):
+        open_store(pg_url, read_only=True)
+    with open_store(pg_url) as store:
+        assert store.meta("schema_version") == "4"
+        assert store.check() == []
+    with pg_server.admin() as conn:
+        assert conn.execute(f'SELECT windows FROM "{schema}".stats').fetchone() == (
+            len(window_owners(len(chunks))),
+        )
+        assert conn.execute("SELECT to_regclass(%s)", (f'"{schema}".windows_hnsw',)).fetchone()[0]
 
 
 WINDOWED = from_dict({"retrieval": {"windows": 64}})
@@ -379,7 +451,7 @@ def test_schema_versions_missing_and_read_only_store(pg_url, pg_server):
                 write()
     with pg_server.admin() as conn:
         conn.execute(f"UPDATE \"{parse(pg_url).schema}\".meta SET value = '99' WHERE key = 'schema_version'")
-    with pytest.raises(SchemaVersionError, match="schema 99 is newer than the supported 3"):
+    with pytest.raises(SchemaVersionError, match="schema 99 is newer than the supported 4"):
         open_store(pg_url)
 
 
@@ -391,17 +463,19 @@ def test_schema_1_is_upgraded_with_a_generation_and_windows(pg_url, pg_server):
         put(store, DOC)
     schema = parse(pg_url).schema
     with pg_server.admin() as conn:
-        conn.execute(f'ALTER TABLE "{schema}".stats DROP COLUMN generation, DROP COLUMN epoch')
+        conn.execute(
+            f'ALTER TABLE "{schema}".stats DROP COLUMN generation, DROP COLUMN epoch, DROP COLUMN windows'
+        )
         conn.execute(f'DROP TABLE "{schema}".windows')
         conn.execute(f"UPDATE \"{schema}\".meta SET value = '1' WHERE key = 'schema_version'")
-    with pytest.raises(SchemaVersionError, match="store schema 1 is older than the supported 3: an ingest"):
+    with pytest.raises(SchemaVersionError, match="store schema 1 is older than the supported 4: an ingest"):
         open_store(pg_url, read_only=True)  # a search never writes, an upgrade's DDL neither
     with pg_server.admin() as conn:
         assert conn.execute("SELECT to_regclass(%s)", (f'"{schema}".windows',)).fetchone()[0] is None
         version = conn.execute(f"SELECT value FROM \"{schema}\".meta WHERE key = 'schema_version'").fetchone()
         assert version == ("1",)
     with open_store(pg_url, StoreSettings(bm25s_threshold=1)) as store:
-        assert store.meta("schema_version") == "3"
+        assert store.meta("schema_version") == "4"
         assert store.bm25("refunds", 3)
         assert store.dense(unit_vectors(1, seed=5)[0], 2)
         assert store.check() == []

@@ -68,9 +68,10 @@ class DocumentInfo:
 
 @dataclass(frozen=True, slots=True)
 class StoreSettings:
-    """Index settings a store applies: stores of at least ``hnsw_threshold`` chunks search vectors
-    approximately (HNSW), of at least ``bm25s_threshold`` chunks answer BM25 from an index in memory
-    (SQLite: the bm25s sidecar; PostgreSQL: its postings, ranked as its SQL ranks them). A server store
+    """Index settings a store applies: stores of at least ``hnsw_threshold`` chunks (PostgreSQL: vectors,
+    chunks and passage windows) search vectors approximately (HNSW), of at least ``bm25s_threshold``
+    chunks answer BM25 from an index in memory (SQLite: the bm25s sidecar; PostgreSQL: its postings,
+    ranked as its SQL ranks them). A server store
     keeps up to ``pool_size`` connections and builds its HNSW index with ``hnsw_m`` links per node and
     ``hnsw_ef_construction`` candidates, searching ``hnsw_ef_search``."""
 
