@@ -32,9 +32,9 @@ from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from chunkwise.server import create_app
 from chunkwise.store import StoreSettings, open_store
-from chunkwise.store.dense import WINDOW_CANDIDATES
 from chunkwise.store.pg_lexical import MAX_SEGMENTS
 from chunkwise.store.pgurl import parse
+from chunkwise.store.postgres import WINDOW_CANDIDATES
 from tests.support.cli import run_chunkwise
 from tests.support.documents import format_docs
 from tests.support.fakes import HashEmbedder

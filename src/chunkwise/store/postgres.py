@@ -52,7 +52,6 @@ from chunkwise.errors import (
 )
 from chunkwise.models.protocols import Vectors
 from chunkwise.store import pgurl
-from chunkwise.store.dense import WINDOW_CANDIDATES
 from chunkwise.store.pg_lexical import PostingsIndex
 from chunkwise.store.protocol import (
     DocumentInfo,
@@ -142,6 +141,9 @@ SELECT chunk_key, max(score) AS best FROM (
     UNION ALL SELECT chunk_key, 1 - (embedding <=> %(q)s) FROM {s}.windows
 ) scored GROUP BY chunk_key ORDER BY best DESC, chunk_key LIMIT %(k)s
 """
+
+#: How many nearest vectors per wanted hit each HNSW index (whole vectors, windows) proposes.
+WINDOW_CANDIDATES = 4
 
 #: Dense search through the HNSW indexes: the chunks of the ``%(n)s`` nearest whole vectors and of the
 #: ``%(n)s`` nearest windows, each then scored by its best cosine, whole or window, exactly.

@@ -607,7 +607,7 @@ class SQLiteStore:
         if threshold is not None and size >= threshold:
             self.lexical_index()
             built.append("rebuilt the bm25s index")
-        if size >= self.settings.hnsw_threshold:
+        if self.dense_method() == "hnsw":
             self.dense_index().graph()
             built.append("rebuilt the HNSW graph")
         return built
@@ -726,8 +726,9 @@ class SQLiteStore:
             self._db.execute("COMMIT")
 
     def dense(self, vector: Vectors, k: int) -> list[tuple[int, float]]:
-        """The ``k`` nearest chunk keys by cosine: exact below ``hnsw_threshold`` chunks, HNSW above.
-        :class:`ConfigError` when ``vector`` is not of the stored vectors' size (another embedder)."""
+        """The ``k`` nearest chunk keys by cosine: exact below ``hnsw_threshold`` chunks or with passage
+        windows, HNSW otherwise (see :meth:`.DenseIndex.search`). :class:`ConfigError` when ``vector`` is
+        not of the stored vectors' size (another embedder)."""
         index = self.dense_index()
         dim = index.matrix.shape[1]
         if len(index) and vector.shape != (dim,):
@@ -738,8 +739,10 @@ class SQLiteStore:
         return index.search(vector, k, approximate=self.dense_method() == "hnsw")
 
     def dense_method(self) -> str:
-        """``hnsw`` when the store holds at least ``settings.hnsw_threshold`` chunks, else ``exact``."""
-        return "hnsw" if len(self.dense_index()) >= self.settings.hnsw_threshold else "exact"
+        """``hnsw`` when the store holds at least ``settings.hnsw_threshold`` chunks and no passage
+        windows, else ``exact``."""
+        index = self.dense_index()
+        return "hnsw" if len(index) >= self.settings.hnsw_threshold and not index.owners.size else "exact"
 
     def chunks(self, keys: Sequence[int]) -> list[StoredChunk]:
         """The chunks of ``keys`` with their vectors (in the given order; keys no longer stored are
