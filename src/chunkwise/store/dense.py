@@ -103,9 +103,9 @@ class DenseIndex:
     def search(self, query: Vectors, k: int, *, approximate: bool = False) -> list[tuple[int, float]]:
         """Nearest chunk keys: exact, or through the HNSW graph when ``approximate`` and the store has no
         passage windows. With windows the search is always exact: a graph of the whole vectors misses
-        the chunks that only a window brings near (recall@10 against exact 0.82-0.91 on the dev sets'
-        vectors), a graph of the windows (12-16 a chunk) would take minutes to rebuild after every write,
-        and the windows' scan is most of an exact search's cost either way."""
+        the chunks that only a window brings near (recall@10 against exact 0.81-0.91 on two dev sets,
+        ``bench/windows_search.py``), a graph of the windows (12-16 a chunk) would take minutes to
+        rebuild after every write, and the windows' scan is most of an exact search's cost either way."""
         if not approximate or not len(self) or self.owners.size:
             return self.exact(query, k)
         found = self.graph().search(query.astype(np.float32), min(k, len(self)))
