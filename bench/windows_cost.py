@@ -1,8 +1,9 @@
 """What passage windows cost at ingest: time, and vectors kept, with and without them.
 
 Each dev set's corpus is ingested into a fresh knowledge base with the default configuration, without
-windows and with windows of 64 and of 128 tokens (``retrieval.windows``), the model cache off so that
-every vector is computed. Prints a Markdown table and writes ``bench/results/windows_cost.json``.
+windows, with windows of 64 and of 128 tokens (``retrieval.windows``) and with 64-token windows end to
+end (``retrieval.window_overlap = false``), the model cache off so that every vector is computed.
+Prints a Markdown table and writes ``bench/results/windows_cost.json``.
 
 Run: ``.venv/bin/python bench/windows_cost.py [--data ../shared/data] [--sets anthropic_code rmc_dev]``.
 """
@@ -23,19 +24,22 @@ from chunkwise.config import from_dict
 from chunkwise.evaluation.datasets import load_dataset
 
 RESULTS = Path(__file__).parent / "results" / "windows_cost.json"
-WINDOWS = (0, 64, 128)
+#: (window size, overlapping) of each ingest.
+LAYOUTS = ((0, True), (64, True), (128, True), (64, False))
 
 
-def measure(data: Path, name: str, windows: int) -> dict[str, Any]:
-    """Ingest the corpus of set ``name`` with ``windows``: chunks, windows, seconds."""
+def measure(data: Path, name: str, windows: int, overlap: bool) -> dict[str, Any]:
+    """Ingest the corpus of set ``name`` with ``windows`` (overlapping or not): chunks, windows, seconds."""
     docs = list(load_dataset(data / name).documents)
-    config = from_dict({"retrieval": {"windows": windows}, "models": {"cache": False}})
+    retrieval = {"windows": windows, "window_overlap": overlap}
+    config = from_dict({"retrieval": retrieval, "models": {"cache": False}})
     with tempfile.TemporaryDirectory() as tmp, KnowledgeBase(Path(tmp) / "kb", config) as kb:
         report = kb.add_documents(docs)
         index = kb.store.dense_index()
         return {
             "set": name,
             "windows": windows,
+            "overlap": overlap,
             "documents": len(docs),
             "chunks": len(index),
             "window_vectors": int(index.owners.size),
@@ -49,7 +53,7 @@ def main() -> None:
     add_data_option(parser)
     parser.add_argument("--sets", nargs="+", default=["anthropic_code", "rmc_dev"])
     args = parser.parse_args()
-    rows = [measure(args.data, name, windows) for name in args.sets for windows in WINDOWS]
+    rows = [measure(args.data, name, *layout) for name in args.sets for layout in LAYOUTS]
     body = {
         "data": shown(args.data),
         "rows": rows,
@@ -61,7 +65,8 @@ def main() -> None:
     for row in rows:
         per_chunk = (row["chunks"] + row["window_vectors"]) / max(1, row["chunks"])
         print(
-            f"| {row['set']} | {row['windows']} | {row['chunks']} | {row['window_vectors']} "
+            f"| {row['set']} | {row['windows']}{'' if row['overlap'] else ' end to end'} | {row['chunks']} "
+            f"| {row['window_vectors']} "
             f"| {per_chunk:.1f} | {row['seconds']} | {row['embed_seconds']} |"
         )
 

@@ -28,18 +28,26 @@ WORDS = st.lists(
 
 
 @settings(max_examples=60, deadline=None)
-@given(WORDS, st.integers(2, 64))
-def test_windows_cover_the_text_in_whole_words_each_within_its_size(words: list[str], size: int) -> None:
+@given(WORDS, st.integers(2, 64), st.booleans())
+def test_windows_cover_the_text_in_whole_words_each_within_its_size(
+    words: list[str], size: int, overlap: bool
+) -> None:
     text = " ".join(words)
     counter = get_counter("minilm")
-    spans = window_spans(text, size, counter)
-    if counter.count(text) <= size:
+    spans = window_spans(text, size, counter, overlap=overlap)
+    tokens = counter.count(text)
+    if tokens <= size:
         assert spans == []
         return
     assert spans[0][0] == len(text) - len(text.lstrip())
     assert spans[-1][1] == len(text.rstrip())
     for (_, end), (next_start, _) in itertools.pairwise(spans):
-        assert next_start <= end  # consecutive windows overlap: every token is in one
+        if overlap:
+            assert next_start <= end  # consecutive windows overlap: every token is in one
+        else:
+            assert text[end:next_start].strip() == ""  # end to end: nothing but spaces between them
+    step = size // 2 if overlap else size
+    assert len(spans) == -(-(tokens - size) // step) + 1  # a window every step, the last at the end
     for start, end in spans:
         assert start == 0 or text[start - 1].isspace()  # no word cut
         assert end == len(text) or text[end].isspace()
@@ -83,6 +91,18 @@ def test_ingest_embeds_windows_of_long_chunks_and_dense_search_finds_a_passage(t
         assert len(report.added) == 1
         index = kb.store.dense_index()
         assert index.owners.size > len(index)  # several windows a chunk
+        hits = kb.search("when does the night train to Vienna leave", k=1)
+        assert "Vienna" in hits[0].text
+        overlapping = int(index.owners.size)
+    end_to_end = dataclasses.replace(
+        windowed, retrieval=dataclasses.replace(windowed.retrieval, window_overlap=False)
+    )
+    assert end_to_end.ingest_fingerprint("e") != windowed.ingest_fingerprint("e")
+    with KnowledgeBase(tmp_path / "kb", end_to_end) as kb:
+        report = kb.add([tmp_path / "long.md"])
+        assert len(report.replaced) == 1  # another window layout: embedded again
+        index = kb.store.dense_index()
+        assert len(index) < index.owners.size < overlapping  # about half as many windows
         hits = kb.search("when does the night train to Vienna leave", k=1)
         assert "Vienna" in hits[0].text
 

@@ -98,7 +98,10 @@ class RetrievalConfig:
     0.796 against 0.766; 128 tokens: 0.783), for 2.5-2.7 times the ingest time and 12.9-16.1 vectors a
     chunk (``bench/windows_cost.py``); the ``quality`` preset uses them (``bench/tune_rerank.py`` tuned
     its window size and weights together). They are off by default for that cost: the default keeps
-    the ingest speed of one vector a chunk."""
+    the ingest speed of one vector a chunk. ``window_overlap``: windows half a window apart (every token
+    in two of them), or end to end when false: half the window vectors and 55-70% of their embedding
+    time, for a hybrid search as good on the dev sets (``bench/tune_windows.py``; with the ``quality``
+    preset's reranker the overlapping ones did better)."""
 
     bm25: bool = True
     dense: bool = True
@@ -111,6 +114,7 @@ class RetrievalConfig:
     embed_batch: int = 256
     max_query_tokens: int = 512
     windows: int = 0
+    window_overlap: bool = True
 
 
 @dataclass(frozen=True)
@@ -273,6 +277,8 @@ class PipelineConfig:
         }
         if self.retrieval.windows:  # absent when off, so stores made before windows keep their fingerprint
             shape["windows"] = self.retrieval.windows
+            if not self.retrieval.window_overlap:  # likewise absent at its default
+                shape["window_overlap"] = False
         return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
     def with_budget(self, max_cost: float | None = None, max_tokens: int | None = None) -> PipelineConfig:

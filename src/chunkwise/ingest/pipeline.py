@@ -180,7 +180,9 @@ class IngestPipeline:
         counter = get_counter("minilm")
         texts, owners = [], []
         for index, (chunk, header) in enumerate(zip(chunks, headers, strict=True)):
-            for start, end in window_spans(chunk.text, size, counter):
+            for start, end in window_spans(
+                chunk.text, size, counter, overlap=self.config.retrieval.window_overlap
+            ):
                 texts.append(contextual_text(header, chunk.text[start:end]))
                 owners.append(index)
         return texts, owners

@@ -3,8 +3,9 @@
 A sentence embedder reads a chunk of 2,000 characters (about 450 tokens) as one point, and a question
 about one paragraph of it lies far from that point; past the model's 512 tokens it does not read the end
 at all. So with ``retrieval.windows = N`` each chunk longer than ``N`` tokens is also embedded as windows
-of ``N`` tokens, half a window apart (every token is in two windows but at the ends), each preceded by the
-chunk's header as the chunk is, and dense retrieval scores a chunk by its best vector: whole or window
+of ``N`` tokens, half a window apart (every token is in two windows but at the ends; with
+``retrieval.window_overlap = false`` end to end, half as many), each preceded by the chunk's header as
+the chunk is, and dense retrieval scores a chunk by its best vector: whole or window
 (the MaxP of passage retrieval). Chunks stay what they are: the windows only decide how a chunk is found.
 
 Tokens are counted with the bundled WordPiece tokenizer (the vocabulary of the bundled BERT-family
@@ -16,17 +17,19 @@ from __future__ import annotations
 from chunkwise.chunking.tokens import TokenCounter
 
 
-def window_spans(text: str, size: int, counter: TokenCounter) -> list[tuple[int, int]]:
+def window_spans(
+    text: str, size: int, counter: TokenCounter, *, overlap: bool = True
+) -> list[tuple[int, int]]:
     """Character spans of the windows of ``text``: ``size`` tokens each, starting every ``size // 2``
-    tokens, the last one ending at the text's last token; none when the text has at most ``size``
-    tokens (the whole chunk's vector covers it)."""
+    tokens (every ``size`` without ``overlap``), the last one ending at the text's last token; none when
+    the text has at most ``size`` tokens (the whole chunk's vector covers it)."""
     if size < 2:
         raise ValueError(f"a window holds at least 2 tokens, not {size}")
     starts, ends = counter.token_spans(text)
     count = len(starts)
     if count <= size:
         return []
-    step = size // 2
+    step = size // 2 if overlap else size
     firsts = [*range(0, count - size, step), count - size]
     spans = []
     for first in firsts:
