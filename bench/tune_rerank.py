@@ -5,11 +5,13 @@ The cross-encoder (ms-marco-MiniLM-L-12-v2) reranks the best 20 fused candidates
 order alone ranks them; below 1 its min-max normalised logits are blended with the hybrid scores it
 receives (:mod:`chunkwise.query.rerank`). The preset embeds passage windows, which
 ``bench/tune_windows.py`` found to want a smaller BM25 share in the fusion than whole-chunk vectors, so
-the grid is window size x BM25 weight x rerank weight. Each point is scored as :mod:`tune_defaults`
-scores its grid: on the tuning part of every dev set (30% of the queries held back, seed 0) with recall
-at a 1,000-token context (document recall@6 on rmc_dev), the best mean chosen, then only the choice and
-the reference (the preset as it was: 128-token windows, BM25 weight 0.7, rerank weight 0.4) scored on
-the held-back parts. Rerank weight 0 keeps the hybrid order, so its rows are the hybrid pipeline with
+the grid is window size x BM25 weight x rerank weight, and with BM25 at 0.5 64-token windows alone
+(``retrieval.embed_whole = false``: a long chunk not embedded whole), overlapping or end to end, x
+rerank weight. Each point is scored as :mod:`tune_defaults` scores its grid: on the tuning part of
+every dev set (30% of the queries held back, seed 0) with recall at a 1,000-token context (document
+recall@6 on rmc_dev), the best mean chosen, then only the choice and the reference (the preset as it
+was: 64-token windows beside the whole chunk, BM25 weight 0.5, rerank weight 0.2) scored on the
+held-back parts. Rerank weight 0 keeps the hybrid order, so its rows are the hybrid pipeline with
 windows on the same queries.
 
 The reranker's scores are cached by (query, passage), so a pair is scored by the model once.
@@ -40,18 +42,27 @@ class Weights:
     windows: int
     fusion: float
     rerank: float
+    overlap: bool = True
+    whole: bool = True
 
     @property
     def name(self) -> str:
-        """A label such as ``windows=64 bm25 weight=0.5 rerank weight=0.4``."""
-        return f"windows={self.windows} bm25 weight={self.fusion:g} rerank weight={self.rerank:g}"
+        """A label such as ``windows=64 bm25 weight=0.5 rerank weight=0.4`` (``windows=64 end to end, no
+        whole ...``)."""
+        layout = ("" if self.overlap else " end to end") + ("" if self.whole else ", no whole")
+        return f"windows={self.windows}{layout} bm25 weight={self.fusion:g} rerank weight={self.rerank:g}"
 
     def apply(self, base: PipelineConfig) -> PipelineConfig:
-        """``base`` with these weights."""
+        """``base`` with these windows and weights."""
+        retrieval = dataclasses.replace(
+            base.retrieval,
+            windows=self.windows,
+            window_overlap=self.overlap,
+            embed_whole=self.whole,
+            weight=self.fusion,
+        )
         return dataclasses.replace(
-            base,
-            retrieval=dataclasses.replace(base.retrieval, windows=self.windows, weight=self.fusion),
-            rerank=dataclasses.replace(base.rerank, weight=self.rerank),
+            base, retrieval=retrieval, rerank=dataclasses.replace(base.rerank, weight=self.rerank)
         )
 
 
@@ -59,7 +70,10 @@ def main() -> None:
     """Tune the windows and weights of the ``quality`` preset."""
     args = arguments(__doc__.split("\n", 1)[0])
     points = [Weights(w, f, r) for w in WINDOWS for f in FUSION_WEIGHTS for r in RERANK_WEIGHTS]
-    write(tune(points, Weights(128, 0.7, 0.4), from_dict({"preset": "quality"}), args), RESULTS)
+    points += [
+        Weights(64, 0.5, r, overlap=overlap, whole=False) for overlap in (True, False) for r in RERANK_WEIGHTS
+    ]
+    write(tune(points, Weights(64, 0.5, 0.2), from_dict({"preset": "quality"}), args), RESULTS)
 
 
 if __name__ == "__main__":

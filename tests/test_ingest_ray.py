@@ -10,6 +10,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -93,16 +94,35 @@ def test_ray_ingest_equals_a_serial_ingest(pg_server, ray_cluster, inputs, tmp_p
     assert again.failed == serial.failed
 
 
+def windowed_vectors(store: Any) -> dict[str, tuple[int, np.ndarray]]:
+    """chunk id -> (its number of passage windows, its vector) of every chunk of a SQLite store."""
+    index = store.dense_index()
+    owners, counts = np.unique(index.owners, return_counts=True)
+    windows = dict(zip(owners.tolist(), counts.tolist(), strict=True))
+    return {c.chunk_id: (windows.get(c.key, 0), c.vector) for c in store.chunks(index.keys.tolist())}
+
+
 def test_ray_ingest_into_sqlite_has_one_writer(pg_server, ray_cluster, inputs, tmp_path):
-    config = from_dict(CONFIG)
+    """Into SQLite the driver writes what the actors embed; here with passage windows and no whole
+    vectors, so the actors hand back each long chunk's vector pooled from its windows."""
+    windows = {"windows": 64, "window_overlap": False, "embed_whole": False}
+    config = from_dict({**CONFIG, "retrieval": windows})
     with KnowledgeBase(tmp_path / "serial", config) as kb:
         serial = kb.add([inputs])
         serial_docs = [d.to_dict() for d in kb.store.documents()]
+        serial_vectors = windowed_vectors(kb.store)
     with KnowledgeBase(tmp_path / "ray", config) as kb:
         distributed = kb.add([inputs], ray="auto")
         assert kb.store.check() == []
         assert [d.to_dict() for d in kb.store.documents()] == serial_docs
+        vectors = windowed_vectors(kb.store)
     assert distributed.failed == serial.failed
+    assert vectors.keys() == serial_vectors.keys()
+    assert 0 < sum(1 for count, _ in vectors.values() if count) < len(vectors)  # long and short chunks
+    for chunk_id, (count, vector) in vectors.items():
+        assert count == serial_vectors[chunk_id][0]
+        # the same vector up to the INT8 activations' batch dependence (see the test above)
+        assert float(vector @ serial_vectors[chunk_id][1]) > 0.99
 
 
 def embed_workers() -> list[int]:

@@ -121,6 +121,27 @@ def test_passage_windows_score_their_chunk_exactly_and_through_hnsw(pg_url, pg_s
         assert conn.execute(f'SELECT count(*) FROM "{schema}".windows').fetchone()[0] == 0
 
 
+def test_window_scores_are_each_chunks_best_window(pg_url, pg_server):
+    """The best window cosine of some chunks, as numpy computes it; chunks without windows absent."""
+    with open_store(pg_url) as store:
+        chunks = put(store, DOC, windowed=True)
+        schema = parse(pg_url).schema
+        with pg_server.admin() as conn:
+            keys = [
+                row[0] for row in conn.execute(f'SELECT chunk_key FROM "{schema}".chunks ORDER BY ordinal')
+            ]
+        owners = window_owners(len(chunks))
+        query = unit_vectors(1, seed=7)[0]
+        best: dict[int, float] = {}
+        for owner, cosine in zip(owners, unit_vectors(len(owners), seed=100) @ query, strict=True):
+            best[keys[owner]] = max(best.get(keys[owner], -1.0), float(cosine))
+        scores = store.window_scores(query, [*keys, 10**9])
+        assert set(scores) == set(best)
+        for key, score in scores.items():
+            assert score == pytest.approx(best[key], rel=1e-5)
+        assert store.window_scores(query, []) == {}
+
+
 def test_a_chunk_found_only_through_a_window_is_found_through_hnsw(pg_url):
     """Above the threshold the windows' own HNSW index proposes candidates beside the whole vectors':
     a query equal to one window of a chunk whose whole vector is far from it finds that chunk first,

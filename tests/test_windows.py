@@ -18,9 +18,14 @@ from chunkwise.config import load_config
 from chunkwise.errors import ConfigError
 from chunkwise.ingest.windows import window_spans
 from chunkwise.kb import KnowledgeBase
+from chunkwise.models import Models
+from chunkwise.query.candidate import Query
+from chunkwise.query.retrieve import Retrieve
+from chunkwise.query.trace import Trace
 from chunkwise.store.sqlite import SQLiteStore
 from tests.support.documents import doc_from_markdown_lines
-from tests.support.store import fixed_chunks, unit_vectors
+from tests.support.fakes import CountingEmbedder, HashEmbedder
+from tests.support.store import fixed_chunks, put, unit_vectors, window_owners
 
 WORDS = st.lists(
     st.sampled_from(["cabin", "bags", "refund", "a", "23kg", "naïve", "x-ray", "\n\n"]), max_size=400
@@ -76,6 +81,82 @@ def test_a_chunk_scores_its_best_vector_whole_or_window(tmp_path: Path) -> None:
             np.testing.assert_allclose([score for _, score in found], expected[order], rtol=1e-5)
         assert store.delete("a.md")
         assert len(store.dense_index().owners) == 0  # the windows went with their chunks
+
+
+def test_window_scores_are_each_chunks_best_window(tmp_path: Path) -> None:
+    with SQLiteStore(tmp_path / "kb") as store:
+        chunks = put(store, doc_from_markdown_lines("a.md", "# A\n" + "Some words. " * 40), windowed=True)
+        keys = [int(key) for key in store.dense_index().keys]
+        query = unit_vectors(1, seed=7)[0]
+        owners = window_owners(len(chunks))
+        best: dict[int, float] = {}
+        for owner, cosine in zip(owners, unit_vectors(len(owners), seed=100) @ query, strict=True):
+            best[keys[owner]] = max(best.get(keys[owner], -1.0), float(cosine))
+        asked = [keys[5], keys[0], keys[4], keys[3], 10**9]  # chunk 0 and 3 have no windows; no such key
+        scores = store.window_scores(query, asked)
+        assert set(scores) == {keys[5], keys[4]}
+        for key, score in scores.items():
+            assert score == pytest.approx(best[key], rel=1e-5)
+        assert store.window_scores(query, []) == {}
+
+
+def test_a_candidate_only_bm25_found_is_scored_by_its_best_window(tmp_path: Path) -> None:
+    """Dense retrieval scores a chunk by its best vector; a candidate that only BM25 brought in gets the
+    same score, not its whole vector's cosine, so that the fusion compares like with like."""
+    text = "# Guide\nZebras graze on the plains.\nLions sleep all day long.\nOkapi hide in the forest.\n"
+    doc = doc_from_markdown_lines("guide.md", text)
+    chunks = fixed_chunks(doc, 26)
+    embedder = HashEmbedder()
+    query = unit_vectors(1, dim=embedder.dim, seed=3)[0]
+    vectors = unit_vectors(len(chunks), dim=embedder.dim, seed=4)
+    okapi = next(i for i, c in enumerate(chunks) if "Okapi" in c.text)
+    vectors[0] = query  # dense search's one hit
+    vectors[okapi] = -query  # the whole vector points away from the question
+    window = 0.9 * query + np.sqrt(1 - 0.9**2) * unit_vectors(1, dim=embedder.dim, seed=5)[0]
+    window /= np.linalg.norm(window)
+    with SQLiteStore(tmp_path / "kb") as store:
+        store.check_embedder(embedder.name, embedder.dim)
+        windows = ([okapi], window[None, :])
+        store.put(doc, chunks, [""] * len(chunks), vectors, fingerprint="f", windows=windows)
+        retrieved = Retrieve(store, embedder, candidates=1)(Query("okapi", vector=query), [], Trace())
+    scores = {candidate.chunk.ordinal: candidate.scores for candidate in retrieved}
+    assert set(scores) == {0, okapi}
+    assert "bm25" in scores[okapi]  # BM25 found it, dense search did not
+    assert "bm25" not in scores[0]
+    assert scores[okapi]["dense"] == pytest.approx(float(window @ query), rel=1e-5)
+
+
+def test_without_whole_vectors_a_windowed_chunk_is_embedded_as_its_windows_alone(
+    tmp_path: Path, embedder: object
+) -> None:
+    """``embed_whole = false``: a chunk with windows is not embedded itself, its vector is its windows'
+    normalised mean, and dense search still finds a passage inside it."""
+    lines = [f"Paragraph {i} is about topic number {i} and nothing else. " * 8 for i in range(6)]
+    lines[4] = "The night train to Vienna leaves from platform nine at 23:15. " + lines[4]
+    (tmp_path / "long.md").write_text("# Long\n\n" + "\n\n".join(lines), encoding="utf-8")
+    (tmp_path / "short.md").write_text("# Short\n\nOne line, shorter than a window.", encoding="utf-8")
+    base = load_config(None)
+    retrieval = dataclasses.replace(
+        base.retrieval, bm25=False, windows=64, window_overlap=False, embed_whole=False
+    )
+    config = dataclasses.replace(
+        base, chunking=dataclasses.replace(base.chunking, params={"max_size": 800}), retrieval=retrieval
+    )
+    whole = dataclasses.replace(config, retrieval=dataclasses.replace(retrieval, embed_whole=True))
+    assert config.ingest_fingerprint("e") != whole.ingest_fingerprint("e")
+    counting = CountingEmbedder(embedder)
+    with KnowledgeBase(tmp_path / "kb", config, models=Models(embedder=counting)) as kb:
+        assert len(kb.add([tmp_path / "long.md", tmp_path / "short.md"]).added) == 2
+        index = kb.store.dense_index()
+        windowed = {int(key) for key in index.owners}
+        assert 0 < len(windowed) < len(index)  # short.md's chunk is embedded whole
+        assert counting.texts == len(index) - len(windowed) + index.owners.size
+        for row, key in enumerate(index.keys):
+            if int(key) in windowed:
+                mean = index.windows[index.owners == key].mean(axis=0)
+                np.testing.assert_allclose(index.matrix[row], mean / np.linalg.norm(mean), atol=1e-6)
+        hits = kb.search("when does the night train to Vienna leave", k=1)
+        assert "Vienna" in hits[0].text
 
 
 def test_ingest_embeds_windows_of_long_chunks_and_dense_search_finds_a_passage(tmp_path: Path) -> None:

@@ -93,15 +93,15 @@ class RetrievalConfig:
     ``windows``: also embed each chunk longer than this many tokens as overlapping windows of this many
     tokens, and score a chunk in dense retrieval by its best vector, whole or window (0: off; see
     :mod:`chunkwise.ingest.windows`). Set when documents are ingested (a change re-embeds them); both
-    stores keep them. ``bench/tune_windows.py`` measured windows of 64 tokens with BM25's weight at
-    0.5 above the default on the held-back queries of all five dev sets (mean recall at 1,000 tokens
-    0.796 against 0.766; 128 tokens: 0.783), for 2.5-2.7 times the ingest time and 12.9-16.1 vectors a
-    chunk (``bench/windows_cost.py``); the ``quality`` preset uses them (``bench/tune_rerank.py`` tuned
-    its window size and weights together). They are off by default for that cost: the default keeps
-    the ingest speed of one vector a chunk. ``window_overlap``: windows half a window apart (every token
-    in two of them), or end to end when false: half the window vectors and 55-70% of their embedding
-    time, for a hybrid search as good on the dev sets (``bench/tune_windows.py``; with the ``quality``
-    preset's reranker the overlapping ones did better)."""
+    stores keep them. ``window_overlap``: windows half a window apart (every token in two of them), or
+    end to end when false (half as many). ``embed_whole``: embed a chunk that has windows whole as well;
+    when false its vector is the normalised mean of its windows' vectors, not embedded, and its windows
+    alone rank it. ``bench/tune_windows.py`` chose 64-token windows end to end without the whole chunk,
+    with BM25's weight at 0.5: held back, mean recall at 1,000 tokens 0.798 against 0.766 without
+    windows, every dev set better; the whole vector adds nothing once windows exist, and without it the
+    ingest takes 0.86-0.99 times as long as with no windows at all (``bench/windows_cost.py``: the
+    whole chunk, one long sequence, is what costs). The ``quality`` preset embeds overlapping windows
+    beside the whole chunk (``bench/tune_rerank.py`` tuned them with its reranker)."""
 
     bm25: bool = True
     dense: bool = True
@@ -115,6 +115,7 @@ class RetrievalConfig:
     max_query_tokens: int = 512
     windows: int = 0
     window_overlap: bool = True
+    embed_whole: bool = True
 
 
 @dataclass(frozen=True)
@@ -279,6 +280,8 @@ class PipelineConfig:
             shape["windows"] = self.retrieval.windows
             if not self.retrieval.window_overlap:  # likewise absent at its default
                 shape["window_overlap"] = False
+            if not self.retrieval.embed_whole:
+                shape["embed_whole"] = False
         return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
     def with_budget(self, max_cost: float | None = None, max_tokens: int | None = None) -> PipelineConfig:

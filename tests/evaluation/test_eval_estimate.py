@@ -70,6 +70,27 @@ def test_overlap_embeds_more(xquad: Dataset) -> None:
     assert embed_tokens(headed) > embed_tokens(plain)
 
 
+def test_passage_windows_are_counted(xquad: Dataset) -> None:
+    def embed(**retrieval: Any) -> tuple[int, int]:
+        config = fixed(800, headers={"enabled": False}, retrieval=retrieval)
+        stage = {s.stage: s for s in estimate_run(xquad, [config]).stages}["embed"]
+        return stage.calls, stage.input_tokens
+
+    chars = sum(len(d.text) for d in xquad.documents)
+    chunks = expected_chunks({"max_size": 800}, [d.text for d in xquad.documents])
+    assert tokens_of(chars) / chunks > 64  # the chunks are longer than a window
+    plain, overlapping = embed(), embed(windows=64)
+    end_to_end, alone = (
+        embed(windows=64, window_overlap=False),
+        embed(windows=64, window_overlap=False, embed_whole=False),
+    )
+    assert embed(windows=512) == plain  # no chunk is longer than a window: nothing added
+    assert plain[1] < end_to_end[1] < overlapping[1]
+    assert alone[1] == end_to_end[1] - plain[1]  # the windows alone: the whole chunks' tokens spared
+    assert overlapping[1] - plain[1] == pytest.approx(2 * (end_to_end[1] - plain[1]), rel=0.25)
+    assert alone[0] <= end_to_end[0]
+
+
 def test_chunkrag_counts_every_llm_stage(xquad: Dataset) -> None:
     config = from_dict({}, "chunkrag")
     stages = {s.stage: s for s in estimate_run(xquad, [config], answers=True).stages}

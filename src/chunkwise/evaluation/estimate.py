@@ -122,13 +122,26 @@ def estimate_ingest(texts: Sequence[str], config: PipelineConfig) -> list[StageE
         output = docs * (TITLE_REPLY_TOKENS * int(config.headers.title))
         output += docs * SUMMARY_REPLY_TOKENS * int(config.headers.summary)
         stages.append(StageEstimate("headers", "llm", calls, calls * prompt, output))
-    batch = max(1, config.retrieval.embed_batch)
+    embedded, tokens = _embedded(config, chunks, tokens_of(chars / step), header_tokens)
     stages.append(
-        StageEstimate(
-            "embed", "embedder", math.ceil(chunks / batch), tokens_of(chars / step) + chunks * header_tokens
-        )
+        StageEstimate("embed", "embedder", math.ceil(embedded / max(1, config.retrieval.embed_batch)), tokens)
     )
     return stages
+
+
+def _embedded(config: PipelineConfig, chunks: int, chunk_tokens: int, header_tokens: int) -> tuple[int, int]:
+    """Texts and tokens an ingest embeds: each chunk with its header, and with ``retrieval.windows`` the
+    passage windows of chunks longer than a window (counted for a chunk of the mean length), each with
+    the header, the whole chunks left out when ``retrieval.embed_whole`` is false."""
+    texts, tokens = chunks, chunk_tokens + chunks * header_tokens
+    size = config.retrieval.windows
+    if not size or not chunks or chunk_tokens / chunks <= size:
+        return texts, tokens
+    stride = size // 2 if config.retrieval.window_overlap else size
+    windows = chunks * (math.ceil((chunk_tokens / chunks - size) / stride) + 1)
+    if not config.retrieval.embed_whole:
+        texts, tokens = 0, 0
+    return texts + windows, tokens + windows * (size + header_tokens)
 
 
 def estimate_queries(

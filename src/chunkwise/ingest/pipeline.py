@@ -51,7 +51,10 @@ class Failure:
 @dataclass(frozen=True, slots=True)
 class Prepared:
     """A document ready to embed: its chunks, one header per chunk, its summary, and the passage windows
-    of its long chunks (:mod:`.windows`): what each window's embedding reads, and its chunk's index."""
+    of its long chunks (:mod:`.windows`): what each window's embedding reads, and its chunk's index.
+
+    Its rows are its chunks, then its windows; ``pooled`` chunks (those with windows, when
+    ``retrieval.embed_whole`` is false) are not embedded: their vector is the mean of their windows'."""
 
     doc: Document
     chunks: list[Chunk]
@@ -59,17 +62,32 @@ class Prepared:
     summary: str
     windows: list[str] = field(default_factory=list)
     owners: list[int] = field(default_factory=list)
+    pooled: frozenset[int] = frozenset()
 
     @property
-    def rows(self) -> int:
-        """The texts to embed: each chunk, then each window."""
-        return len(self.chunks) + len(self.windows)
+    def embedded(self) -> list[int]:
+        """The rows the embedder reads, in order: each chunk but the pooled ones, then each window."""
+        chunks = [row for row in range(len(self.chunks)) if row not in self.pooled]
+        return chunks + list(range(len(self.chunks), len(self.chunks) + len(self.windows)))
 
     def text(self, row: int) -> str:
         """What the embedder reads for ``row`` (a chunk's header + text, or a window's)."""
         if row < len(self.chunks):
             return contextual_text(self.headers[row], self.chunks[row].text)
         return self.windows[row - len(self.chunks)]
+
+    def vectors(self, embedded: Vectors) -> Vectors:
+        """Every row's vector from those of :attr:`embedded` (in its order): a pooled chunk's is the
+        mean of its windows' vectors, scaled to unit length as the embedder's are."""
+        count = len(self.chunks)
+        rows = np.zeros((count + len(self.windows), embedded.shape[1]), dtype=np.float32)
+        rows[self.embedded] = embedded
+        if self.pooled:
+            owners = np.asarray(self.owners)
+            for chunk in self.pooled:
+                mean = rows[count:][owners == chunk].mean(axis=0)
+                rows[chunk] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+        return rows
 
 
 class IngestPipeline:
@@ -169,7 +187,8 @@ class IngestPipeline:
             header = self.headers.header(chunk, context) if self.headers and context else ""
             headers.append("\n".join(part for part in (header, chunk.context) if part))
         windows, owners = self.windows(chunks, headers)
-        return Prepared(doc, chunks, headers, context.summary if context else "", windows, owners)
+        pooled = frozenset() if self.config.retrieval.embed_whole else frozenset(owners)
+        return Prepared(doc, chunks, headers, context.summary if context else "", windows, owners, pooled)
 
     def windows(self, chunks: Sequence[Chunk], headers: Sequence[str]) -> tuple[list[str], list[int]]:
         """The passage windows of ``chunks`` (none unless ``retrieval.windows`` is set): what each
@@ -224,7 +243,7 @@ class _Batch:
         except ChunkwiseError as exc:
             self.fail(doc.source or doc.id, failure_reason(exc))
             return
-        if sum(p.rows for p in self.pending) >= self.pipeline.config.retrieval.embed_batch:
+        if sum(len(p.embedded) for p in self.pending) >= self.pipeline.config.retrieval.embed_batch:
             self.flush()
 
     def flush(self) -> None:
@@ -235,23 +254,24 @@ class _Batch:
         document, its own alone) are all that is held, so memory follows one document, not the batch."""
         pending, self.pending = self.pending, []
         size = max(1, self.pipeline.config.retrieval.embed_batch)
-        vectors = [np.empty((p.rows, self.embedder.dim), dtype=np.float32) for p in pending]
-        positions = ((i, row) for i, item in enumerate(pending) for row in range(item.rows))
+        rows = [p.embedded for p in pending]
+        vectors = [np.empty((len(r), self.embedder.dim), dtype=np.float32) for r in rows]
+        positions = ((i, n) for i, item_rows in enumerate(rows) for n in range(len(item_rows)))
         stored = 0
         while part := list(islice(positions, size)):
-            texts = [pending[i].text(row) for i, row in part]
+            texts = [pending[i].text(rows[i][n]) for i, n in part]
             began = time.perf_counter()
             embedded = self.embedder.embed(texts)
             self.report.embed_seconds += time.perf_counter() - began
-            for (i, row), vector in zip(part, embedded, strict=True):
-                vectors[i][row] = vector
-            last, row = part[-1]
-            whole = last + 1 if row + 1 == pending[last].rows else last
+            for (i, n), vector in zip(part, embedded, strict=True):
+                vectors[i][n] = vector
+            last, n = part[-1]
+            whole = last + 1 if n + 1 == len(rows[last]) else last
             for index in range(stored, whole):
                 self.store(pending[index], vectors[index])
             stored = max(stored, whole)
             if whole == last:  # the call ended inside a long document
-                self.embedding(pending[last], min(row + 1, len(pending[last].chunks)))
+                self.embedding(pending[last], min(rows[last][n] + 1, len(pending[last].chunks)))
         for index in range(stored, len(pending)):  # documents without chunks left after the last call
             self.store(pending[index], vectors[index])
 
@@ -268,16 +288,17 @@ class _Batch:
             )
             self.on_progress(event)
 
-    def store(self, item: Prepared, vectors: Vectors) -> None:
-        """Store one document with its vectors in its own transaction, and report what was committed."""
-        status = self.pipeline.store_prepared(item, vectors, self.fingerprint)
+    def store(self, item: Prepared, embedded: Vectors) -> None:
+        """Store one document with the vectors of its embedded rows in its own transaction, and report
+        what was committed."""
+        status = self.pipeline.store_prepared(item, item.vectors(embedded), self.fingerprint)
         self.done(item.doc.id, status, len(item.chunks) if status != "skipped" else 0)
 
 
 def chunk_texts(items: Sequence[Prepared]) -> list[str]:
-    """What the embedder reads for every row of ``items``, in order: each chunk's header + text, then
-    each window's."""
-    return [p.text(row) for p in items for row in range(p.rows)]
+    """What the embedder reads for every embedded row of ``items``, in order: each chunk's header + text
+    (but the pooled chunks'), then each window's."""
+    return [p.text(row) for p in items for row in p.embedded]
 
 
 def parse_one(file: Path, limits: ParseLimits) -> Document | Failure:

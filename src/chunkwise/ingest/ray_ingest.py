@@ -165,8 +165,8 @@ class Embed:
         row = 0
         for outcome in ready:
             assert outcome.prepared is not None
-            n = outcome.prepared.rows  # its chunks, then its windows
-            outcome.vectors, outcome.status = vectors[row : row + n], "embedded"
+            n = len(outcome.prepared.embedded)  # its chunks (but the pooled ones), then its windows
+            outcome.vectors, outcome.status = outcome.prepared.vectors(vectors[row : row + n]), "embedded"
             outcome.chunks = len(outcome.prepared.chunks)
             outcome.embed_seconds = seconds * n / max(1, len(texts))
             row += n

@@ -6,7 +6,10 @@ at all. So with ``retrieval.windows = N`` each chunk longer than ``N`` tokens is
 of ``N`` tokens, half a window apart (every token is in two windows but at the ends; with
 ``retrieval.window_overlap = false`` end to end, half as many), each preceded by the chunk's header as
 the chunk is, and dense retrieval scores a chunk by its best vector: whole or window
-(the MaxP of passage retrieval). Chunks stay what they are: the windows only decide how a chunk is found.
+(the MaxP of passage retrieval), a candidate that BM25 alone found included. With
+``retrieval.embed_whole = false`` a chunk that has windows is not embedded whole: its vector (kept for
+redundancy removal and the stores' whole-vector indexes) is the normalised mean of its windows'.
+Chunks stay what they are: the windows only decide how a chunk is found.
 
 Tokens are counted with the bundled WordPiece tokenizer (the vocabulary of the bundled BERT-family
 embedders), and a window's ends are moved out to the nearest whitespace so that no word is cut.

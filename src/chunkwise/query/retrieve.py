@@ -83,6 +83,10 @@ class Retrieve:
                     found.setdefault(key, {})
                     best_window[key] = score
                 report.outputs = len(hits)
+                # a chunk that only BM25 found is scored by its best vector as well, window or whole
+                best_window.update(
+                    self.store.window_scores(query.vector, [k for k in found if k not in best_window])
+                )
         retrieved = [
             Candidate(chunk, scores=dict(found[chunk.key])) for chunk in self.store.chunks(list(found))
         ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -74,6 +75,8 @@ class DenseIndex:
         changes = np.flatnonzero(np.diff(self.owners)) + 1 if self.owners.size else self.owners
         self._runs = np.concatenate([[0], changes]).astype(np.intp) if self.owners.size else changes
         self._run_rows = np.searchsorted(self.keys, self.owners[self._runs])
+        # the runs ordered by their chunk key, for looking up one chunk's windows
+        self._run_order = np.argsort(self.owners[self._runs], kind="stable")
         self._hnsw: Any = None
 
     def __len__(self) -> int:
@@ -99,6 +102,22 @@ class DenseIndex:
                 scores[self._run_rows] = np.maximum(scores[self._run_rows], best_window)
         best = top_k(scores, k)
         return [(int(self.keys[i]), float(scores[i])) for i in best]
+
+    def window_scores(self, query: Vectors, keys: Sequence[int]) -> dict[int, float]:
+        """The best window cosine to ``query`` of each of ``keys`` that has passage windows."""
+        if not self.owners.size or not keys:
+            return {}
+        wanted = np.asarray(keys, dtype=np.int64)
+        run_keys = self.owners[self._runs][self._run_order]
+        at = np.minimum(np.searchsorted(run_keys, wanted), run_keys.size - 1)
+        held = run_keys[at] == wanted
+        ends = np.append(self._runs[1:], self.owners.size)
+        vector = query.astype(np.float32)
+        scores = {}
+        with one_blas_thread():
+            for key, run in zip(wanted[held], self._run_order[at[held]], strict=True):
+                scores[int(key)] = float((self.windows[self._runs[run] : ends[run]] @ vector).max())
+        return scores
 
     def search(self, query: Vectors, k: int, *, approximate: bool = False) -> list[tuple[int, float]]:
         """Nearest chunk keys: exact, or through the HNSW graph when ``approximate`` and the store has no

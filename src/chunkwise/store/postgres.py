@@ -160,6 +160,12 @@ FROM whole c LEFT JOIN {s}.windows w USING (chunk_key)
 GROUP BY c.chunk_key, c.score ORDER BY best DESC, c.chunk_key LIMIT %(k)s
 """
 
+#: The best window cosine of each of some chunks that have passage windows.
+_WINDOW_SCORES = """
+SELECT chunk_key, max(1 - (embedding <=> %(q)s)) FROM {s}.windows
+WHERE chunk_key = ANY(%(keys)s) GROUP BY chunk_key
+"""
+
 #: Okapi BM25 over the postings, as SQLite FTS5's ``bm25()`` computes it, in one snapshot.
 _BM25 = """
 WITH s AS (
@@ -882,6 +888,14 @@ class PostgresStore:
                 sql = _DENSE_EXACT
             rows = conn.execute(sql.format(s=self._s), params).fetchall()
         return [(int(key), float(score)) for key, score in rows]
+
+    def window_scores(self, vector: Vectors, keys: Sequence[int]) -> dict[int, float]:
+        """Each of ``keys``' best passage-window cosine to ``vector`` (chunks without windows absent)."""
+        if not keys or not self._has_vectors():
+            return {}
+        params = {"q": np.asarray(vector, dtype=np.float32), "keys": list(keys)}
+        rows = self._rows(_WINDOW_SCORES, params)
+        return {int(key): float(score) for key, score in rows}
 
     def chunks(self, keys: Sequence[int]) -> list[StoredChunk]:
         """The chunks of ``keys`` with their vectors, in the given order (missing keys skipped)."""

@@ -214,6 +214,12 @@ class Store(Protocol):
         """How :meth:`dense` searches at the store's current size (``exact``, ``hnsw``)."""
         ...
 
+    def window_scores(self, vector: Vectors, keys: Sequence[int]) -> dict[int, float]:
+        """The best cosine to ``vector`` among the passage windows (:mod:`chunkwise.ingest.windows`) of
+        each of ``keys`` that has any: what :meth:`dense` would score such a chunk by, for a candidate
+        that BM25 found and dense search did not."""
+        ...
+
     def chunks(self, keys: Sequence[int]) -> list[StoredChunk]:
         """The chunks of ``keys`` with their vectors, in the given order (missing keys skipped)."""
         ...

@@ -744,6 +744,10 @@ class SQLiteStore:
         index = self.dense_index()
         return "hnsw" if len(index) >= self.settings.hnsw_threshold and not index.owners.size else "exact"
 
+    def window_scores(self, vector: Vectors, keys: Sequence[int]) -> dict[int, float]:
+        """Each of ``keys``' best passage-window cosine to ``vector`` (chunks without windows absent)."""
+        return self.dense_index().window_scores(vector, keys)
+
     def chunks(self, keys: Sequence[int]) -> list[StoredChunk]:
         """The chunks of ``keys`` with their vectors (in the given order; keys no longer stored are
         skipped; ``vector`` is ``None`` for a chunk removed between the two reads)."""
