@@ -24,6 +24,7 @@ search (``dsrag.rse.get_best_segments``, installed with ``--no-deps``) against
     .venv/bin/python bench/pipeline_latency.py                 # prints Markdown tables, writes the JSON
     .venv/bin/python bench/pipeline_latency.py --sizes 10000   # quicker
     .venv/bin/python bench/pipeline_latency.py --preset quality --sizes --queries 30  # real data only
+    .venv/bin/python bench/pipeline_latency.py --config bench/eval_configs/former-default.toml --sizes
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import resource
 import sys
 import tempfile
 import time
+import tomllib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -92,10 +94,14 @@ def query_latency(kb: KnowledgeBase, queries: Sequence[str]) -> dict[str, dict[s
     return {stage: {"p50_ms": pct(v, 50), "p95_ms": pct(v, 95)} for stage, v in per_stage.items() if v}
 
 
-def ingest_real(data: Path, workdir: Path, max_queries: int, preset: str) -> list[dict[str, Any]]:
-    """Part 1: the formats Markdown files and two Chroma corpora, with ``preset``."""
+def ingest_real(
+    data: Path, workdir: Path, max_queries: int, preset: str, overrides: dict[str, Any]
+) -> list[dict[str, Any]]:
+    """Part 1: the formats Markdown files and two Chroma corpora, with ``preset`` and ``overrides`` (a
+    TOML-shaped mapping, as a ``--config`` file gives)."""
     rows = []
-    config = from_dict({"models": {"cache": False}}, preset)  # measure the models, not the cache
+    models = {**overrides.get("models", {}), "cache": False}  # measure the models, not the cache
+    config = from_dict({**overrides, "models": models}, preset)
     md_files = sorted(data.glob("formats/*/md/*.md"))
     rmc = [q["query"] for q in read_jsonl(data / "rmc_dev" / "queries.jsonl")][:max_queries]
     corpus = {d["doc_id"]: d["text"] for d in read_jsonl(data / "chroma" / "corpus.jsonl")}
@@ -391,6 +397,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=100, help="queries per corpus")
     parser.add_argument("--preset", default="default", help="pipeline preset of part 1")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
+    parser.add_argument("--config", type=Path, help="a TOML file of settings over the preset's (part 1)")
     add_data_option(parser)
     args = parser.parse_args()
     corpus = {d["doc_id"]: d["text"] for d in read_jsonl(args.data / "chroma" / "corpus.jsonl")}
@@ -398,11 +405,13 @@ def main() -> None:
     chroma_queries = [q["query"] for q in read_jsonl(args.data / "chroma" / "queries.jsonl")][: args.queries]
     with tempfile.TemporaryDirectory(prefix="chunkwise-bench-") as tmp:
         workdir = Path(tmp)
-        real = ingest_real(args.data, workdir, args.queries, args.preset)
+        overrides = tomllib.loads(args.config.read_text(encoding="utf-8")) if args.config else {}
+        real = ingest_real(args.data, workdir, args.queries, args.preset, overrides)
         scaled = [scale(workdir, n, chroma_queries, words) for n in args.sizes]
     rse = [rse_peer(n, np.random.default_rng(7)) for n in (1_000, 10_000)]
     result = {
         "preset": args.preset,
+        "config": args.config.as_posix() if args.config else None,
         "machine": {
             "platform": platform.platform(),
             "cpus": os.cpu_count(),

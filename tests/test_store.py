@@ -126,34 +126,35 @@ def test_hnsw_recall_at_10(tmp_path):
     ]
 
 
-def test_a_store_with_windows_is_searched_exactly_above_the_threshold(tmp_path):
-    """Windows far from their chunk's whole vector (a passage on another subject than the rest of its
-    chunk) bring chunks near that a graph of whole vectors would not propose: with windows the search
-    stays exact whatever the threshold, finding the chunk of the window a query equals."""
+@requires_usearch
+def test_above_the_threshold_windows_are_found_through_their_pooled_vectors(tmp_path):
+    """With windows the graph of the chunks' vectors proposes candidates, scored exactly by their best
+    vector. A chunk whose vector is the mean of its windows (``embed_whole = false``), its windows
+    spread around its direction as a text's are (cosine about 0.8), is proposed for a query equal to
+    any one of its windows among 600 chunks, and every hit's score is its exact best cosine."""
     rng = np.random.default_rng(4)
-    data = rng.normal(size=(600, 32)).astype(np.float32)
-    data /= np.linalg.norm(data, axis=1, keepdims=True)
     keys = np.arange(1, 601, dtype=np.int64)
-    owners = np.repeat(keys[::3], 3)
-    windows = rng.normal(size=(owners.size, 32)).astype(np.float32)
+    owners = np.repeat(keys, 4)
+    directions = np.repeat(rng.normal(size=(len(keys), 32)), 4, axis=0)
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    windows = (directions + 0.7 * rng.normal(size=directions.shape) / np.sqrt(32)).astype(np.float32)
     windows /= np.linalg.norm(windows, axis=1, keepdims=True)
-    index = DenseIndex(keys, data, generation=1, directory=tmp_path, windows=(owners, windows))
+    pooled = windows.reshape(len(keys), 4, 32).mean(axis=1)
+    pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
+    index = DenseIndex(keys, pooled, generation=1, directory=tmp_path, windows=(owners, windows))
     for pick in rng.integers(0, owners.size, 20):
         found = index.search(windows[pick], 10, approximate=True)
-        assert found == index.exact(windows[pick], 10)
         assert found[0] == (int(owners[pick]), pytest.approx(1.0, abs=1e-5))
-    assert not (tmp_path / "hnsw.usearch").exists()  # no graph was built
+        exact = dict(index.exact(windows[pick], len(keys)))
+        assert [score for _, score in found] == sorted((score for _, score in found), reverse=True)
+        for key, score in found:
+            assert score == pytest.approx(exact[key], abs=1e-5)
+    assert (tmp_path / "hnsw.usearch").exists()
     at_one = StoreSettings(hnsw_threshold=1)
-    with (
-        SQLiteStore(tmp_path / "windowed", at_one) as windowed,
-        SQLiteStore(tmp_path / "plain", at_one) as plain,
-    ):
+    with SQLiteStore(tmp_path / "windowed", at_one) as windowed:
         put(windowed, DOC, windowed=True)
-        put(plain, DOC)
-        assert (windowed.dense_method(), plain.dense_method()) == ("exact", "hnsw")
-        assert "rebuilt the HNSW graph" not in windowed.repair()  # nor does a repair build one
-        assert "rebuilt the HNSW graph" in plain.repair()
-    assert not (tmp_path / "windowed" / "hnsw.usearch").exists()
+        assert windowed.dense_method() == "hnsw"
+        assert "rebuilt the HNSW graph" in windowed.repair()
 
 
 def test_second_store_sees_writes_and_reads_during_a_write(tmp_path):

@@ -25,7 +25,7 @@ from chunkwise.query.trace import Trace
 from chunkwise.store.sqlite import SQLiteStore
 from tests.support.documents import doc_from_markdown_lines
 from tests.support.fakes import CountingEmbedder, HashEmbedder
-from tests.support.store import fixed_chunks, put, unit_vectors, window_owners
+from tests.support.store import best_windows, fixed_chunks, put, unit_vectors
 
 WORDS = st.lists(
     st.sampled_from(["cabin", "bags", "refund", "a", "23kg", "naïve", "x-ray", "\n\n"]), max_size=400
@@ -85,13 +85,10 @@ def test_a_chunk_scores_its_best_vector_whole_or_window(tmp_path: Path) -> None:
 
 def test_window_scores_are_each_chunks_best_window(tmp_path: Path) -> None:
     with SQLiteStore(tmp_path / "kb") as store:
-        chunks = put(store, doc_from_markdown_lines("a.md", "# A\n" + "Some words. " * 40), windowed=True)
+        put(store, doc_from_markdown_lines("a.md", "# A\n" + "Some words. " * 40), windowed=True)
         keys = [int(key) for key in store.dense_index().keys]
         query = unit_vectors(1, seed=7)[0]
-        owners = window_owners(len(chunks))
-        best: dict[int, float] = {}
-        for owner, cosine in zip(owners, unit_vectors(len(owners), seed=100) @ query, strict=True):
-            best[keys[owner]] = max(best.get(keys[owner], -1.0), float(cosine))
+        best = best_windows(keys, 0, query)
         asked = [keys[5], keys[0], keys[4], keys[3], 10**9]  # chunk 0 and 3 have no windows; no such key
         scores = store.window_scores(query, asked)
         assert set(scores) == {keys[5], keys[4]}
@@ -165,7 +162,10 @@ def test_ingest_embeds_windows_of_long_chunks_and_dense_search_finds_a_passage(t
     (tmp_path / "long.md").write_text("# Long\n\n" + "\n\n".join(lines), encoding="utf-8")
     base = load_config(None)
     windowed = dataclasses.replace(
-        base, retrieval=dataclasses.replace(base.retrieval, bm25=False, windows=64)
+        base,
+        retrieval=dataclasses.replace(
+            base.retrieval, bm25=False, windows=64, window_overlap=True, embed_whole=True
+        ),
     )
     with KnowledgeBase(tmp_path / "kb", windowed) as kb:
         report = kb.add([tmp_path / "long.md"])

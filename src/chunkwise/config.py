@@ -64,7 +64,8 @@ class ChunkingConfig:
     context over the tuning parts of the five dev sets, among sizes 400-2,400 and six fusions (the
     surface is flat: 1,600 and 0.6 scored 0.003 lower); on the held-back queries 0.766 against 0.761 for
     the former 800 characters and 0.5 (recall@5 +0 to +18 points, IoU lower: larger chunks carry more
-    text around the answer)."""
+    text around the answer). BM25's weight moved to 0.5 with the default's passage windows
+    (:class:`RetrievalConfig`)."""
 
     name: str = "recursive"
     params: dict[str, Any] = field(default_factory=lambda: {"max_size": 2000})
@@ -96,26 +97,27 @@ class RetrievalConfig:
     stores keep them. ``window_overlap``: windows half a window apart (every token in two of them), or
     end to end when false (half as many). ``embed_whole``: embed a chunk that has windows whole as well;
     when false its vector is the normalised mean of its windows' vectors, not embedded, and its windows
-    alone rank it. ``bench/tune_windows.py`` chose 64-token windows end to end without the whole chunk,
-    with BM25's weight at 0.5: held back, mean recall at 1,000 tokens 0.798 against 0.766 without
-    windows, every dev set better; the whole vector adds nothing once windows exist, and without it the
-    ingest takes 0.86-0.99 times as long as with no windows at all (``bench/windows_cost.py``: the
-    whole chunk, one long sequence, is what costs). The ``quality`` preset embeds overlapping windows
-    beside the whole chunk (``bench/tune_rerank.py`` tuned them with its reranker)."""
+    alone rank it. The defaults (64-token windows end to end without the whole chunk, BM25's weight
+    0.5) are what ``bench/tune_windows.py`` chose: held back, mean recall at 1,000 tokens 0.798 against
+    0.766 with one vector a chunk and BM25 at 0.7, every dev set better; the whole vector adds nothing
+    once windows exist, and without it the ingest takes 0.86-0.99 times as long as with no windows at
+    all (``bench/windows_cost.py``: the whole chunk, one long sequence, is what costs). The ``quality``
+    preset embeds overlapping windows beside the whole chunk (``bench/tune_rerank.py`` tuned them with
+    its reranker); ``fast`` embeds none."""
 
     bm25: bool = True
     dense: bool = True
     candidates: int = 50
     fusion: Literal["weighted", "rrf"] = "weighted"
-    weight: float = 0.7
+    weight: float = 0.5
     rrf_k: int = 60
     hnsw_threshold: int = 50_000
     bm25s_threshold: int = 20_000
     embed_batch: int = 256
     max_query_tokens: int = 512
-    windows: int = 0
-    window_overlap: bool = True
-    embed_whole: bool = True
+    windows: int = 64
+    window_overlap: bool = False
+    embed_whole: bool = False
 
 
 @dataclass(frozen=True)
@@ -309,11 +311,12 @@ class PipelineConfig:
 #: Named presets, as TOML-shaped overrides of the defaults.
 PRESETS: dict[str, dict[str, Any]] = {
     "default": {},
-    # MiniLM reads 256 tokens: chunks of 800 characters (about 200) fit, the default's 2,000 would not
+    # MiniLM reads 256 tokens: chunks of 800 characters (about 200) fit, the default's 2,000 would not;
+    # one vector a chunk, no passage windows
     "fast": {
         "models": {"embedder": "local:minilm-q8"},
         "chunking": {"params": {"max_size": 800}},
-        "retrieval": {"weight": 0.5},
+        "retrieval": {"windows": 0},
     },
     "chunkrag": {
         "chunking": {"name": "semantic", "params": {"max_size": 500}},
@@ -326,9 +329,9 @@ PRESETS: dict[str, dict[str, Any]] = {
     },
     "quality": {
         "models": {"reranker": "local:ms-marco-minilm"},
-        # passage windows and both weights tuned together on the dev sets with a held-back split
-        # (bench/tune_rerank.py)
-        "retrieval": {"windows": 64, "weight": 0.5},
+        # window layout, BM25 and rerank weights tuned together on the dev sets with a held-back split
+        # (bench/tune_rerank.py): overlapping windows beside the whole chunk, the default's size and weight
+        "retrieval": {"window_overlap": True, "embed_whole": True},
         "rerank": {"enabled": True, "depth": 20, "weight": 0.2},
     },
     "dsrag": {

@@ -79,11 +79,10 @@ def test_passage_windows_are_counted(xquad: Dataset) -> None:
     chars = sum(len(d.text) for d in xquad.documents)
     chunks = expected_chunks({"max_size": 800}, [d.text for d in xquad.documents])
     assert tokens_of(chars) / chunks > 64  # the chunks are longer than a window
-    plain, overlapping = embed(), embed(windows=64)
-    end_to_end, alone = (
-        embed(windows=64, window_overlap=False),
-        embed(windows=64, window_overlap=False, embed_whole=False),
-    )
+    plain = embed(windows=0)
+    overlapping = embed(windows=64, window_overlap=True, embed_whole=True)
+    end_to_end = embed(windows=64, window_overlap=False, embed_whole=True)
+    alone = embed(windows=64, window_overlap=False, embed_whole=False)
     assert embed(windows=512) == plain  # no chunk is longer than a window: nothing added
     assert plain[1] < end_to_end[1] < overlapping[1]
     assert alone[1] == end_to_end[1] - plain[1]  # the windows alone: the whole chunks' tokens spared

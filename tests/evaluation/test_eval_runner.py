@@ -61,8 +61,13 @@ def test_span_dataset_two_configurations(data_dir: Path, tmp_path: Path, embedde
 def test_retrieval_settings_reuse_the_index(data_dir: Path, tmp_path: Path, embedder: Any) -> None:
     dataset = load_dataset(data_dir / "eval" / "rmc_mini")
     counting = CountingEmbedder(embedder)
+    # one vector a chunk (no passage windows), so that the texts an index embeds are its chunks
+    one = {"windows": 0}
     first = evaluate(
-        dataset, [("hybrid", config("recursive", 600))], workdir=tmp_path, models=Models(embedder=counting)
+        dataset,
+        [("hybrid", config("recursive", 600, retrieval=one))],
+        workdir=tmp_path,
+        models=Models(embedder=counting),
     )
     indexed = first.configs[0].chunks
     assert indexed is not None
@@ -70,7 +75,7 @@ def test_retrieval_settings_reuse_the_index(data_dir: Path, tmp_path: Path, embe
     counting.texts = 0
     second = evaluate(
         dataset,
-        [("rrf", config("recursive", 600, retrieval={"fusion": "rrf"}))],
+        [("rrf", config("recursive", 600, retrieval={**one, "fusion": "rrf"}))],
         workdir=tmp_path,
         models=Models(embedder=counting),
     )

@@ -163,8 +163,12 @@ def test_tune_picks_best_on_tuning_and_reports_held_out(
 def test_retrieval_only_grid_embeds_chunks_once(data_dir: Path, tmp_path: Path, embedder: Any) -> None:
     dataset = load_dataset(data_dir / "eval" / "xquad_mini")
     counting = CountingEmbedder(embedder)
-    base = from_dict(
-        {"chunking": {"name": "fixed", "params": {"max_size": 400}}, "headers": {"enabled": False}}
+    base = from_dict(  # one vector a chunk (no passage windows): the texts an index embeds are its chunks
+        {
+            "chunking": {"name": "fixed", "params": {"max_size": 400}},
+            "headers": {"enabled": False},
+            "retrieval": {"windows": 0},
+        }
     )
     result = tune(
         dataset,

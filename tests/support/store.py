@@ -85,6 +85,16 @@ def best_scores(chunks: int, seed: int, query: np.ndarray) -> np.ndarray:
     return scores
 
 
+def best_windows(keys: list[int], seed: int, query: np.ndarray) -> dict[int, float]:
+    """The best window cosine to ``query`` of each chunk that has windows, as :func:`put` with
+    ``windowed`` stores them (``keys``: the chunks' keys by ordinal; ``seed`` as given to it)."""
+    owners = window_owners(len(keys))
+    best: dict[int, float] = {}
+    for owner, cosine in zip(owners, unit_vectors(len(owners), seed=seed + 100) @ query, strict=True):
+        best[keys[owner]] = max(best.get(keys[owner], -1.0), float(cosine))
+    return best
+
+
 def animal_doc(i: int, paragraphs: int = 12) -> Document:
     """A document about animal ``i``, whose words no other document shares (``animal{i}``)."""
     lines = (f"The animal{i} eats plant{i}x{p} near river{i}x{p} every morning." for p in range(paragraphs))

@@ -1,14 +1,15 @@
-"""Passage windows: the overlapping stretches of a long chunk that are embedded beside the whole chunk.
+"""Passage windows: the stretches of a long chunk that are embedded in its place (or beside it).
 
 A sentence embedder reads a chunk of 2,000 characters (about 450 tokens) as one point, and a question
 about one paragraph of it lies far from that point; past the model's 512 tokens it does not read the end
-at all. So with ``retrieval.windows = N`` each chunk longer than ``N`` tokens is also embedded as windows
-of ``N`` tokens, half a window apart (every token is in two windows but at the ends; with
-``retrieval.window_overlap = false`` end to end, half as many), each preceded by the chunk's header as
-the chunk is, and dense retrieval scores a chunk by its best vector: whole or window
-(the MaxP of passage retrieval), a candidate that BM25 alone found included. With
-``retrieval.embed_whole = false`` a chunk that has windows is not embedded whole: its vector (kept for
-redundancy removal and the stores' whole-vector indexes) is the normalised mean of its windows'.
+at all. So with ``retrieval.windows = N`` (64 by default) each chunk longer than ``N`` tokens is embedded
+as windows of ``N`` tokens, end to end (with ``retrieval.window_overlap = true`` half a window apart:
+every token in two windows but at the ends, twice as many), each preceded by the chunk's header as the
+chunk is, and dense retrieval scores a chunk by its best vector: whole or window (the MaxP of passage
+retrieval), a candidate that BM25 alone found included. By default (``retrieval.embed_whole = false``) a
+chunk that has windows is not embedded whole: its vector (for redundancy removal and the stores'
+whole-vector indexes) is the normalised mean of its windows'; with ``embed_whole = true`` it is embedded
+beside them.
 Chunks stay what they are: the windows only decide how a chunk is found.
 
 Tokens are counted with the bundled WordPiece tokenizer (the vocabulary of the bundled BERT-family

@@ -5,8 +5,9 @@ and an ``argpartition``; at 100k × 384 that is a few milliseconds on two cores.
 ``hnsw_threshold`` vectors an HNSW graph (usearch, cosine metric) answers instead; it is built on first
 use and saved next to the database with a stamp of the store generation it was built for (see
 :mod:`.sidecar`), so another process reuses it, and it is rebuilt when the store changes. Its recall@10
-against the exact search is measured in the tests and in ``bench/pipeline_latency.py``. An index with
-passage windows is always searched exactly (see :meth:`DenseIndex.search`).
+against the exact search is measured in the tests and in ``bench/pipeline_latency.py``. With passage
+windows the graph of the chunks' vectors proposes candidates that are scored exactly by their windows
+(see :meth:`DenseIndex.search`).
 """
 
 from __future__ import annotations
@@ -27,6 +28,13 @@ from chunkwise.store.sidecar import Keys, stamp_state, write_stamp
 
 #: The saved graph and its stamp, beside the database.
 GRAPH, STAMP = "hnsw.usearch", "hnsw.json"
+#: With passage windows, how many chunks per wanted hit the graph of the chunks' vectors proposes for
+#: exact scoring by their best window (``bench/windows_search.py``).
+WINDOW_BREADTH = 10
+#: How many vectors start the graph one thread at a time: inserted in parallel into a graph that small,
+#: some nodes end up poorly linked and are missed by searches (usearch 2.26: 9 of 1,200 searches for a
+#: chunk's own pooled vector at 600 chunks, 3 at 5,000; none when the first 1,024 go in serially).
+SERIAL_START = 1024
 #: HNSW search breadth (usearch's ``expansion_search``; its default is 64): 128 buys recall for ~10% time.
 EXPANSION_SEARCH = 128
 
@@ -120,15 +128,26 @@ class DenseIndex:
         return scores
 
     def search(self, query: Vectors, k: int, *, approximate: bool = False) -> list[tuple[int, float]]:
-        """Nearest chunk keys: exact, or through the HNSW graph when ``approximate`` and the store has no
-        passage windows. With windows the search is always exact: a graph of the whole vectors misses
-        the chunks that only a window brings near (recall@10 against exact 0.81-0.91 on two dev sets,
-        ``bench/windows_search.py``), a graph of the windows (12-16 a chunk) would take minutes to
-        rebuild after every write, and the windows' scan is most of an exact search's cost either way."""
-        if not approximate or not len(self) or self.owners.size:
+        """Nearest chunk keys: exact, or through the HNSW graph of the chunks' vectors when
+        ``approximate``. With passage windows the graph proposes ``WINDOW_BREADTH`` times ``k`` chunks,
+        each then scored exactly by its best vector, whole or window: a chunk's vector pooled from its
+        windows (``retrieval.embed_whole = false``) lies near each of them, so the graph proposes the
+        chunks its windows bring near (``bench/windows_search.py`` measures how many it finds)."""
+        if not approximate or not len(self):
             return self.exact(query, k)
-        found = self.graph().search(query.astype(np.float32), min(k, len(self)))
-        return [(int(key), 1.0 - float(d)) for key, d in zip(found.keys, found.distances, strict=True)]
+        vector = query.astype(np.float32)
+        if not self.owners.size:
+            found = self.graph().search(vector, min(k, len(self)))
+            return [(int(key), 1.0 - float(d)) for key, d in zip(found.keys, found.distances, strict=True)]
+        proposed = self.graph().search(vector, min(k * WINDOW_BREADTH, len(self)))
+        keys = np.asarray(proposed.keys, dtype=np.int64)
+        with one_blas_thread():
+            wholes = self.matrix[np.searchsorted(self.keys, keys)] @ vector
+        windows = self.window_scores(vector, keys.tolist())
+        pairs = zip(keys.tolist(), wholes.tolist(), strict=True)
+        scores = np.array([max(whole, windows.get(key, whole)) for key, whole in pairs], dtype=np.float32)
+        best = top_k(scores, k)
+        return [(int(keys[i]), float(scores[i])) for i in best]
 
     def graph(self) -> Any:
         """The HNSW graph: the saved one when its stamp says it is this generation's and intact, else
@@ -143,7 +162,9 @@ class DenseIndex:
         if stamp_state(stamp, self.generation, self.keys, path).usable:
             index.load(str(path))
         else:
-            index.add(self.keys, self.matrix)
+            index.add(self.keys[:SERIAL_START], self.matrix[:SERIAL_START], threads=1)
+            if len(self) > SERIAL_START:
+                index.add(self.keys[SERIAL_START:], self.matrix[SERIAL_START:])
             if self.save:
                 tmp = path.with_name(GRAPH + ".tmp")
                 index.save(str(tmp))

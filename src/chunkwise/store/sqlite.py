@@ -726,9 +726,10 @@ class SQLiteStore:
             self._db.execute("COMMIT")
 
     def dense(self, vector: Vectors, k: int) -> list[tuple[int, float]]:
-        """The ``k`` nearest chunk keys by cosine: exact below ``hnsw_threshold`` chunks or with passage
-        windows, HNSW otherwise (see :meth:`.DenseIndex.search`). :class:`ConfigError` when ``vector`` is
-        not of the stored vectors' size (another embedder)."""
+        """The ``k`` nearest chunk keys by cosine (a chunk with passage windows: its best vector): exact
+        below ``hnsw_threshold`` chunks, through the HNSW graph at or above it (see
+        :meth:`.DenseIndex.search`). :class:`ConfigError` when ``vector`` is not of the stored vectors'
+        size (another embedder)."""
         index = self.dense_index()
         dim = index.matrix.shape[1]
         if len(index) and vector.shape != (dim,):
@@ -739,10 +740,8 @@ class SQLiteStore:
         return index.search(vector, k, approximate=self.dense_method() == "hnsw")
 
     def dense_method(self) -> str:
-        """``hnsw`` when the store holds at least ``settings.hnsw_threshold`` chunks and no passage
-        windows, else ``exact``."""
-        index = self.dense_index()
-        return "hnsw" if len(index) >= self.settings.hnsw_threshold and not index.owners.size else "exact"
+        """``hnsw`` when the store holds at least ``settings.hnsw_threshold`` chunks, else ``exact``."""
+        return "hnsw" if len(self.dense_index()) >= self.settings.hnsw_threshold else "exact"
 
     def window_scores(self, vector: Vectors, keys: Sequence[int]) -> dict[int, float]:
         """Each of ``keys``' best passage-window cosine to ``vector`` (chunks without windows absent)."""
