@@ -125,8 +125,19 @@ def test_token_budget_stops_ask_cleanly(kb_dir, tmp_path):
             f'base_url = "{server.base_url}"\nrerank_url = "{server.url}"\n',
             encoding="utf-8",
         )
+        # a cache of its own: the session's may hold these very calls (same model name, same prompts)
+        # from another test, and a cached call costs no tokens
         done = run_chunkwise(
-            "ask", QUESTION, "--kb", str(kb_dir), "--config", str(config), "--max-tokens", "50", check=False
+            "ask",
+            QUESTION,
+            "--kb",
+            str(kb_dir),
+            "--config",
+            str(config),
+            "--max-tokens",
+            "50",
+            check=False,
+            cache=tmp_path / "cache",
         )
         requests = len(server.requests)
     assert done.returncode == 2
@@ -149,8 +160,17 @@ def test_token_budget_stops_ingest_and_leaves_only_whole_documents(data_dir, tmp
             "[headers]\nsummary = true\nllm = true\n",
             encoding="utf-8",
         )
-        done = run_chunkwise(
-            "ingest", *files, "--kb", str(kb), "--config", str(config), "--max-tokens", "1500", check=False
+        done = run_chunkwise(  # a cache of its own, as above
+            "ingest",
+            *files,
+            "--kb",
+            str(kb),
+            "--config",
+            str(config),
+            "--max-tokens",
+            "1500",
+            check=False,
+            cache=tmp_path / "cache",
         )
     assert done.returncode == 2
     assert "budget" in done.stderr.lower()
