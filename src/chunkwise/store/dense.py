@@ -83,8 +83,10 @@ class DenseIndex:
         changes = np.flatnonzero(np.diff(self.owners)) + 1 if self.owners.size else self.owners
         self._runs = np.concatenate([[0], changes]).astype(np.intp) if self.owners.size else changes
         self._run_rows = np.searchsorted(self.keys, self.owners[self._runs])
-        # the runs ordered by their chunk key, for looking up one chunk's windows
+        # the runs ordered by their chunk key (and those keys), for looking up one chunk's windows
         self._run_order = np.argsort(self.owners[self._runs], kind="stable")
+        self._run_keys = self.owners[self._runs][self._run_order]
+        self._run_ends = np.append(self._runs[1:], self.owners.size).astype(np.intp)
         self._hnsw: Any = None
 
     def __len__(self) -> int:
@@ -116,15 +118,13 @@ class DenseIndex:
         if not self.owners.size or not keys:
             return {}
         wanted = np.asarray(keys, dtype=np.int64)
-        run_keys = self.owners[self._runs][self._run_order]
-        at = np.minimum(np.searchsorted(run_keys, wanted), run_keys.size - 1)
-        held = run_keys[at] == wanted
-        ends = np.append(self._runs[1:], self.owners.size)
+        at = np.minimum(np.searchsorted(self._run_keys, wanted), self._run_keys.size - 1)
+        held = self._run_keys[at] == wanted
         vector = query.astype(np.float32)
         scores = {}
         with one_blas_thread():
             for key, run in zip(wanted[held], self._run_order[at[held]], strict=True):
-                scores[int(key)] = float((self.windows[self._runs[run] : ends[run]] @ vector).max())
+                scores[int(key)] = float((self.windows[self._runs[run] : self._run_ends[run]] @ vector).max())
         return scores
 
     def search(self, query: Vectors, k: int, *, approximate: bool = False) -> list[tuple[int, float]]:
