@@ -65,6 +65,11 @@ class Prepared:
     pooled: frozenset[int] = frozenset()
 
     @property
+    def embedded_count(self) -> int:
+        """How many rows the embedder reads (the length of :attr:`embedded`)."""
+        return len(self.chunks) - len(self.pooled) + len(self.windows)
+
+    @property
     def embedded(self) -> list[int]:
         """The rows the embedder reads, in order: each chunk but the pooled ones, then each window."""
         chunks = [row for row in range(len(self.chunks)) if row not in self.pooled]
@@ -82,11 +87,12 @@ class Prepared:
         count = len(self.chunks)
         rows = np.zeros((count + len(self.windows), embedded.shape[1]), dtype=np.float32)
         rows[self.embedded] = embedded
-        if self.pooled:
-            owners = np.asarray(self.owners)
-            for chunk in self.pooled:
-                mean = rows[count:][owners == chunk].mean(axis=0)
-                rows[chunk] = mean / max(float(np.linalg.norm(mean)), 1e-12)
+        if self.pooled:  # the windows' sum points where their mean does: one pass over them
+            pooled = np.fromiter(self.pooled, dtype=np.intp, count=len(self.pooled))
+            sums = np.zeros((count, embedded.shape[1]), dtype=np.float32)
+            np.add.at(sums, np.asarray(self.owners, dtype=np.intp), rows[count:])
+            norms = np.maximum(np.linalg.norm(sums[pooled], axis=1, keepdims=True), 1e-12)
+            rows[pooled] = sums[pooled] / norms
         return rows
 
 
@@ -243,7 +249,7 @@ class _Batch:
         except ChunkwiseError as exc:
             self.fail(doc.source or doc.id, failure_reason(exc))
             return
-        if sum(len(p.embedded) for p in self.pending) >= self.pipeline.config.retrieval.embed_batch:
+        if sum(p.embedded_count for p in self.pending) >= self.pipeline.config.retrieval.embed_batch:
             self.flush()
 
     def flush(self) -> None:
