@@ -3,6 +3,7 @@ readers beside a writer, and atomic ingest under SIGKILL."""
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -155,6 +156,36 @@ def test_above_the_threshold_windows_are_found_through_their_pooled_vectors(tmp_
         put(windowed, DOC, windowed=True)
         assert windowed.dense_method() == "hnsw"
         assert "rebuilt the HNSW graph" in windowed.repair()
+
+
+@requires_usearch
+def test_the_graph_leads_to_windows_even_when_chunks_were_embedded_whole(tmp_path):
+    """With the whole chunk embedded beside its windows (``embed_whole = true``, the ``quality``
+    preset) the stored vector need not lie near the windows: here it is unrelated to them. The graph is
+    built from each chunk's windows' mean all the same, so a query equal to one window finds its chunk
+    first (proposals by the whole vectors would reach it about one time in six); a graph stamped before
+    that rule (no variant) is rebuilt, not loaded."""
+    rng = np.random.default_rng(5)
+    keys = np.arange(1, 601, dtype=np.int64)
+    owners = np.repeat(keys, 4)
+    directions = np.repeat(rng.normal(size=(len(keys), 32)), 4, axis=0)
+    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
+    windows = (directions + 0.7 * rng.normal(size=directions.shape) / np.sqrt(32)).astype(np.float32)
+    windows /= np.linalg.norm(windows, axis=1, keepdims=True)
+    whole = rng.normal(size=(len(keys), 32)).astype(np.float32)
+    whole /= np.linalg.norm(whole, axis=1, keepdims=True)
+    index = DenseIndex(keys, whole, generation=1, directory=tmp_path, windows=(owners, windows))
+    for pick in rng.integers(0, owners.size, 20):
+        found = index.search(windows[pick], 10, approximate=True)
+        assert found[0] == (int(owners[pick]), pytest.approx(1.0, abs=1e-5))
+    stamp = tmp_path / "hnsw.json"
+    body = json.loads(stamp.read_text(encoding="utf-8"))
+    assert body["variant"] == "pooled windows"
+    del body["variant"]
+    stamp.write_text(json.dumps(body), encoding="utf-8")
+    reopened = DenseIndex(keys, whole, generation=1, directory=tmp_path, windows=(owners, windows))
+    assert reopened.search(windows[0], 1, approximate=True)[0][0] == 1
+    assert json.loads(stamp.read_text(encoding="utf-8"))["variant"] == "pooled windows"
 
 
 def test_second_store_sees_writes_and_reads_during_a_write(tmp_path):

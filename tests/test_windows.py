@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from chunkwise.chunking.tokens import get_counter
 from chunkwise.config import load_config
 from chunkwise.errors import ConfigError
-from chunkwise.ingest.windows import window_spans
+from chunkwise.ingest.windows import reach, window_spans
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from chunkwise.query.candidate import Query
@@ -46,18 +46,42 @@ def test_windows_cover_the_text_in_whole_words_each_within_its_size(
         return
     assert spans[0][0] == len(text) - len(text.lstrip())
     assert spans[-1][1] == len(text.rstrip())
-    for (_, end), (next_start, _) in itertools.pairwise(spans):
+    for (start, end), (next_start, next_end) in itertools.pairwise(spans):
+        assert (start, end) < (next_start, next_end)  # in order, none twice
+        assert end <= next_end
         if overlap:
             assert next_start <= end  # consecutive windows overlap: every token is in one
         else:
             assert text[end:next_start].strip() == ""  # end to end: nothing but spaces between them
     step = size // 2 if overlap else size
-    assert len(spans) == -(-(tokens - size) // step) + 1  # a window every step, the last at the end
+    assert len(spans) <= -(-(tokens - size) // step) + 1  # a window every step, the last at the end
+    out = reach(size)
     for start, end in spans:
-        assert start == 0 or text[start - 1].isspace()  # no word cut
-        assert end == len(text) or text[end].isspace()
-        longest_word = max((counter.count(w) for w in text[start:end].split()), default=0)
-        assert counter.count(text[start:end]) <= size + 2 * longest_word
+        for cut in (start, end):
+            if 0 < cut < len(text) and not text[cut - 1].isspace() and not text[cut].isspace():
+                # a word is cut only when its whitespace lies beyond the reach of the window's end
+                word = text[text.rfind(" ", 0, cut) + 1 : (text.find(" ", cut) + 1 or len(text) + 1) - 1]
+                assert counter.count(word) > out
+        assert counter.count(text[start:end]) <= size + 2 * out + 2
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.integers(200, 900), st.sampled_from([16, 64, 128]), st.booleans())
+def test_text_without_spaces_is_cut_between_tokens_not_into_whole_chunk_windows(
+    length: int, size: int, overlap: bool
+) -> None:
+    # Chinese has no spaces between words: moving a window's ends out to whitespace would make every
+    # window the whole text
+    text = ("检索增强生成把文档切成块再按问题找回最相关的片段。" * 40)[:length]
+    counter = get_counter("minilm")
+    spans = window_spans(text, size, counter, overlap=overlap)
+    assert spans[0][0] == 0
+    assert spans[-1][1] == len(text)
+    assert len(set(spans)) == len(spans)
+    for start, end in spans:
+        assert counter.count(text[start:end]) <= size + 2 * reach(size)
+    covered = sum(end - start for start, end in spans)
+    assert covered <= (2.5 if overlap else 1.5) * len(text)
 
 
 def test_a_chunk_scores_its_best_vector_whole_or_window(tmp_path: Path) -> None:

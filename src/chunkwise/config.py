@@ -54,6 +54,12 @@ from chunkwise.parsing.limits import ParseLimits
 from chunkwise.settings import build
 from chunkwise.store.pgurl import redact
 
+#: The revision of how passage windows are cut (:func:`chunkwise.ingest.windows.window_spans`), part of
+#: a windowed store's fingerprint, so that a change re-embeds them. 2: a window's end moves out to
+#: whitespace by at most an eighth of a window (before, text without spaces made every window the whole
+#: chunk).
+WINDOWS_REVISION = 2
+
 
 @dataclass(frozen=True)
 class ChunkingConfig:
@@ -96,14 +102,14 @@ class RetrievalConfig:
     :mod:`chunkwise.ingest.windows`). Set when documents are ingested (a change re-embeds them); both
     stores keep them. ``window_overlap``: windows half a window apart (every token in two of them), or
     end to end when false (half as many). ``embed_whole``: embed a chunk that has windows whole as well;
-    when false its vector is the normalised mean of its windows' vectors, not embedded, and its windows
-    alone rank it. The defaults (64-token windows end to end without the whole chunk, BM25's weight
-    0.5) are what ``bench/tune_windows.py`` chose: held back, mean recall at 1,000 tokens 0.798 against
-    0.766 with one vector a chunk and BM25 at 0.7, every dev set better; the whole vector adds nothing
-    once windows exist, and without it the ingest takes 0.86-0.99 times as long as with no windows at
-    all (``bench/windows_cost.py``: the whole chunk, one long sequence, is what costs). The ``quality``
-    preset embeds overlapping windows beside the whole chunk (``bench/tune_rerank.py`` tuned them with
-    its reranker); ``fast`` embeds none."""
+    when false its vector is the normalised mean of its windows' vectors, not embedded, and the best of
+    its windows and that mean ranks it. The defaults (64-token windows end to end without the whole chunk,
+    BM25's weight 0.5) are what ``bench/tune_windows.py`` chose: held back, mean recall at 1,000 tokens
+    0.798 against 0.766 with one vector a chunk and BM25 at 0.7, every dev set better; the whole vector
+    adds nothing once windows exist, and without it the ingest takes 0.86-0.99 times as long as with no
+    windows at all (``bench/windows_cost.py``: the whole chunk, one long sequence, is what costs). The
+    ``quality`` preset embeds overlapping windows beside the whole chunk (``bench/tune_rerank.py`` tuned
+    them with its reranker); ``fast`` embeds none."""
 
     bm25: bool = True
     dense: bool = True
@@ -280,7 +286,8 @@ class PipelineConfig:
         }
         if self.retrieval.windows:  # absent when off, so stores made before windows keep their fingerprint
             shape["windows"] = self.retrieval.windows
-            if not self.retrieval.window_overlap:  # likewise absent at its default
+            shape["windows_revision"] = WINDOWS_REVISION
+            if not self.retrieval.window_overlap:  # absent when true, the default when windows came in
                 shape["window_overlap"] = False
             if not self.retrieval.embed_whole:
                 shape["embed_whole"] = False

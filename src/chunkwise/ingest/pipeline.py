@@ -37,6 +37,7 @@ from chunkwise.ingest.windows import window_spans
 from chunkwise.models.context import Models
 from chunkwise.models.protocols import Vectors, embedder_version
 from chunkwise.parsing.limits import ParseLimits
+from chunkwise.store.dense import unit_means
 from chunkwise.store.protocol import Store
 
 
@@ -87,12 +88,9 @@ class Prepared:
         count = len(self.chunks)
         rows = np.zeros((count + len(self.windows), embedded.shape[1]), dtype=np.float32)
         rows[self.embedded] = embedded
-        if self.pooled:  # the windows' sum points where their mean does: one pass over them
+        if self.pooled:
             pooled = np.fromiter(self.pooled, dtype=np.intp, count=len(self.pooled))
-            sums = np.zeros((count, embedded.shape[1]), dtype=np.float32)
-            np.add.at(sums, np.asarray(self.owners, dtype=np.intp), rows[count:])
-            norms = np.maximum(np.linalg.norm(sums[pooled], axis=1, keepdims=True), 1e-12)
-            rows[pooled] = sums[pooled] / norms
+            rows[pooled] = unit_means(rows[count:], self.owners, count)[pooled]
         return rows
 
 

@@ -13,7 +13,9 @@ beside them.
 Chunks stay what they are: the windows only decide how a chunk is found.
 
 Tokens are counted with the bundled WordPiece tokenizer (the vocabulary of the bundled BERT-family
-embedders), and a window's ends are moved out to the nearest whitespace so that no word is cut.
+embedders), and a window's ends are moved out to the nearest whitespace so that no word is cut, but by
+at most an eighth of a window (:func:`reach`): text without spaces (Chinese, Japanese, minified code, a
+long URL) is cut between tokens instead, or each of its windows would grow to the whole chunk.
 """
 
 from __future__ import annotations
@@ -21,12 +23,19 @@ from __future__ import annotations
 from chunkwise.chunking.tokens import TokenCounter
 
 
+def reach(size: int) -> int:
+    """How many tokens a ``size``-token window's end may move out to reach whitespace: an eighth of the
+    window (at least one), more than almost any word and few enough to keep a window near its size."""
+    return max(size // 8, 1)
+
+
 def window_spans(
     text: str, size: int, counter: TokenCounter, *, overlap: bool = True
 ) -> list[tuple[int, int]]:
     """Character spans of the windows of ``text``: ``size`` tokens each, starting every ``size // 2``
     tokens (every ``size`` without ``overlap``), the last one ending at the text's last token; none when
-    the text has at most ``size`` tokens (the whole chunk's vector covers it)."""
+    the text has at most ``size`` tokens (the whole chunk's vector covers it). Each end moves out to the
+    nearest whitespace within :func:`reach` tokens, else stays between two tokens."""
     if size < 2:
         raise ValueError(f"a window holds at least 2 tokens, not {size}")
     starts, ends = counter.token_spans(text)
@@ -35,12 +44,19 @@ def window_spans(
         return []
     step = size // 2 if overlap else size
     firsts = [*range(0, count - size, step), count - size]
-    spans = []
+    out = reach(size)
+    spans: list[tuple[int, int]] = []
     for first in firsts:
         start, end = int(starts[first]), int(ends[first + size - 1])
-        while start > 0 and not text[start - 1].isspace():
-            start -= 1
-        while end < len(text) and not text[end].isspace():
-            end += 1
-        spans.append((start, end))
+        floor, ceiling = int(starts[max(first - out, 0)]), int(ends[min(first + size - 1 + out, count - 1)])
+        moved = start
+        while moved > floor and not text[moved - 1].isspace():
+            moved -= 1
+        start = moved if moved == 0 or text[moved - 1].isspace() else start
+        moved = end
+        while moved < ceiling and not text[moved].isspace():
+            moved += 1
+        end = moved if moved == len(text) or text[moved].isspace() else end
+        if not spans or spans[-1] != (start, end):
+            spans.append((start, end))
     return spans

@@ -44,10 +44,13 @@ def sidecar_files(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
 
 
-def write_stamp(stamp: Path, generation: int, keys: Keys, saved: Path) -> None:
-    """Record that the sidecar saved at ``saved`` covers ``keys`` of ``generation``."""
+def write_stamp(stamp: Path, generation: int, keys: Keys, saved: Path, variant: str = "") -> None:
+    """Record that the sidecar saved at ``saved`` covers ``keys`` of ``generation``, built as ``variant``
+    says (when an index can be built from the same rows in more than one way)."""
     files = {str(f.relative_to(saved.parent)): file_digest(f) for f in sidecar_files(saved)}
     body = {"generation": generation, "size": int(keys.size), "keys": keys_digest(keys), "files": files}
+    if variant:
+        body["variant"] = variant
     stamp.write_text(json.dumps(body, sort_keys=True), encoding="utf-8")
 
 
@@ -61,8 +64,9 @@ class StampState:
     problem: str | None = None
 
 
-def stamp_state(stamp: Path, generation: int, keys: Keys, saved: Path) -> StampState:
-    """Can the sidecar saved at ``saved``, stamped by ``stamp``, serve ``keys`` of ``generation``?"""
+def stamp_state(stamp: Path, generation: int, keys: Keys, saved: Path, variant: str = "") -> StampState:
+    """Can the sidecar saved at ``saved``, stamped by ``stamp``, serve ``keys`` of ``generation``, built
+    as ``variant``?"""
     if not stamp.exists():
         return StampState(False)
     try:
@@ -70,6 +74,7 @@ def stamp_state(stamp: Path, generation: int, keys: Keys, saved: Path) -> StampS
         claimed = int(body["generation"])
         recorded: dict[str, str] = dict(body["files"])
         covered = str(body["keys"])
+        built = str(body.get("variant", ""))
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return StampState(False, f"{stamp.name} is unreadable ({type(exc).__name__})")
     if claimed != generation:
@@ -83,6 +88,8 @@ def stamp_state(stamp: Path, generation: int, keys: Keys, saved: Path) -> StampS
     if found != recorded:
         changed = _differences(recorded, found)
         return StampState(False, f"{saved.name} does not match its stamp ({', '.join(changed)})")
+    if built != variant:
+        return StampState(False)  # intact, but built another way than wanted: rebuilt on use
     return StampState(True)
 
 
