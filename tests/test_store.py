@@ -127,19 +127,28 @@ def test_hnsw_recall_at_10(tmp_path):
     ]
 
 
-@requires_usearch
-def test_above_the_threshold_windows_are_found_through_their_pooled_vectors(tmp_path):
-    """With windows the graph of the chunks' vectors proposes candidates, scored exactly by their best
-    vector. A chunk whose vector is the mean of its windows (``embed_whole = false``), its windows
-    spread around its direction as a text's are (cosine about 0.8), is proposed for a query equal to
-    any one of its windows among 600 chunks, and every hit's score is its exact best cosine."""
-    rng = np.random.default_rng(4)
+def windowed_chunks(
+    seed: int,
+) -> tuple[np.random.Generator, np.ndarray, np.ndarray, np.ndarray]:
+    """600 chunks of 4 windows each, spread around the chunk's direction as a text's are (cosine about
+    0.8): the random generator (for more draws), the chunk keys, each window's chunk key, the windows."""
+    rng = np.random.default_rng(seed)
     keys = np.arange(1, 601, dtype=np.int64)
     owners = np.repeat(keys, 4)
     directions = np.repeat(rng.normal(size=(len(keys), 32)), 4, axis=0)
     directions /= np.linalg.norm(directions, axis=1, keepdims=True)
     windows = (directions + 0.7 * rng.normal(size=directions.shape) / np.sqrt(32)).astype(np.float32)
     windows /= np.linalg.norm(windows, axis=1, keepdims=True)
+    return rng, keys, owners, windows
+
+
+@requires_usearch
+def test_above_the_threshold_windows_are_found_through_their_pooled_vectors(tmp_path):
+    """With windows the graph of the chunks' vectors proposes candidates, scored exactly by their best
+    vector. A chunk whose vector is the mean of its windows (``embed_whole = false``), its windows
+    spread around its direction as a text's are (cosine about 0.8), is proposed for a query equal to
+    any one of its windows among 600 chunks, and every hit's score is its exact best cosine."""
+    rng, keys, owners, windows = windowed_chunks(4)
     pooled = windows.reshape(len(keys), 4, 32).mean(axis=1)
     pooled /= np.linalg.norm(pooled, axis=1, keepdims=True)
     index = DenseIndex(keys, pooled, generation=1, directory=tmp_path, windows=(owners, windows))
@@ -165,13 +174,7 @@ def test_the_graph_leads_to_windows_even_when_chunks_were_embedded_whole(tmp_pat
     built from each chunk's windows' mean all the same, so a query equal to one window finds its chunk
     first (proposals by the whole vectors would reach it about one time in six); a graph stamped before
     that rule (no variant) is rebuilt, not loaded."""
-    rng = np.random.default_rng(5)
-    keys = np.arange(1, 601, dtype=np.int64)
-    owners = np.repeat(keys, 4)
-    directions = np.repeat(rng.normal(size=(len(keys), 32)), 4, axis=0)
-    directions /= np.linalg.norm(directions, axis=1, keepdims=True)
-    windows = (directions + 0.7 * rng.normal(size=directions.shape) / np.sqrt(32)).astype(np.float32)
-    windows /= np.linalg.norm(windows, axis=1, keepdims=True)
+    rng, keys, owners, windows = windowed_chunks(5)
     whole = rng.normal(size=(len(keys), 32)).astype(np.float32)
     whole /= np.linalg.norm(whole, axis=1, keepdims=True)
     index = DenseIndex(keys, whole, generation=1, directory=tmp_path, windows=(owners, windows))

@@ -56,8 +56,7 @@ from chunkwise.store.pgurl import redact
 
 #: The revision of how passage windows are cut (:func:`chunkwise.ingest.windows.window_spans`), part of
 #: a windowed store's fingerprint, so that a change re-embeds them. 2: a window's end moves out to
-#: whitespace by at most an eighth of a window (before, text without spaces made every window the whole
-#: chunk).
+#: whitespace by at most half a window (before, text without spaces made every window the whole chunk).
 WINDOWS_REVISION = 2
 
 
