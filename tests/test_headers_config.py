@@ -92,6 +92,11 @@ def test_load_config_from_toml(tmp_path):
         ),
         ("[chunking]\nname = 'recursive'\nparams = { max_size = 0 }\n", "max_size must be at least 1"),
         ("[chunking]\nname = 'recursve'\n", "unknown chunker 'recursve': use one of fixed, recursive"),
+        (
+            "[chunking]\nname = 'recursive'\nparams = { overlap = nan }\n",
+            "recursive.overlap: expected a finite number",
+        ),
+        ("[retrieval]\nweight = inf\n", "retrieval.weight: expected a finite number, got inf"),
         ("preset = 'turbo'\n", "unknown preset 'turbo'"),
         ("[retrieval\n", "kb.toml"),
     ],

@@ -4,6 +4,7 @@ stage switched on and off, segments, and answers in both modes."""
 from __future__ import annotations
 
 import dataclasses
+import os
 import re
 
 import numpy as np
@@ -13,6 +14,7 @@ from chunkwise import config as config_module
 from chunkwise.config import ChunkingConfig, from_dict
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
+from chunkwise.parsing.text import text_document
 from chunkwise.query.answer import NOT_FOUND
 from chunkwise.query.trace import Trace
 from tests.support.documents import doc_from_markdown_lines, format_docs
@@ -201,6 +203,30 @@ def test_add_collects_errors_and_goes_on(tmp_path, embedder):
     assert [s for s, _ in report.failed] == [str(empty), str(tmp_path / "missing.txt")]
     assert len(report.added) == 1
     assert all(reason for _, reason in report.failed)
+
+
+def test_text_that_is_not_unicode_fails_its_document_alone(tmp_path, embedder):
+    """A file name that is not UTF-8 becomes an id with ``\\xNN`` escapes and is stored; a document
+    whose text holds a lone surrogate (built by hand, or from a JSON escape) is refused by name, and the
+    batch goes on; a query holding one is refused before it reaches a model or a store."""
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / os.fsdecode(b"caf\xe9.txt")).write_text(
+        "Lounges open two hours before departure.\n", encoding="utf-8"
+    )
+    good = text_document("good.txt", "Gates close twenty minutes before departure.")
+    bad = text_document("bad.txt", "Gates \udc80 close.")
+    with KnowledgeBase(tmp_path / "kb", models=Models(embedder=embedder)) as kb:
+        report = kb.add([folder])
+        assert report.added == [f"{folder.as_posix()}/caf\\xe9.txt"]
+        report = kb.add_documents([bad, good])
+        assert report.failed == [
+            ("bad.txt", "the document's text is not valid Unicode text: a lone surrogate at character 6")
+        ]
+        assert report.added == ["good.txt"]
+        assert kb.store.check() == []
+        with pytest.raises(ValueError, match="not valid Unicode text"):
+            kb.search("lounges \ud800")
 
 
 def test_config_is_frozen_and_presets_differ():

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import chunkwise
 from chunkwise.errors import (
     EmptyDocumentError,
     EncodingError,
@@ -53,12 +54,22 @@ def bad_files(tmp_path: Path) -> dict[str, tuple[Path, type[ParseError], str]]:
             UnsafeContentError,
             "elements nested deeper than 512 levels",
         ),
+        "entity_html": (
+            _write(
+                tmp_path / "laughs.html",
+                b'<!DOCTYPE lolz [<!ENTITY lol "lol"><!ENTITY lol2 "&lol;&lol;&lol;">]>\n<p>&lol2;</p>',
+            ),
+            UnsafeContentError,
+            "a DOCTYPE declaring entities (an internal subset), which HTML has not",
+        ),
         "huge": (huge, FileTooLargeError, f"{HUGE} bytes exceeds the limit of {100 * 1024 * 1024}"),
         "missing": (tmp_path / "missing.txt", ParseError, "cannot read file: No such file or directory"),
     }
 
 
-@pytest.mark.parametrize("name", ["empty", "random", "invalid_utf8", "deep_html", "huge", "missing"])
+@pytest.mark.parametrize(
+    "name", ["empty", "random", "invalid_utf8", "deep_html", "entity_html", "huge", "missing"]
+)
 def test_library_raises_a_typed_error_naming_file_and_reason(
     bad_files: dict[str, tuple[Path, type[ParseError], str]], name: str
 ) -> None:
@@ -127,3 +138,10 @@ def test_cli_size_limit_option(tmp_path: Path) -> None:
     result = _chunkwise("parse", "--max-bytes", "11", path.as_posix())
     assert result.returncode == 2
     assert result.stderr == f"error: {path.as_posix()}: 12 bytes exceeds the limit of 11\n"
+
+
+def test_text_with_a_lone_surrogate_is_a_typed_error() -> None:
+    """Text from a JSON escape such as ``\\ud800`` cannot be encoded: refused as such, not as a raw
+    ``UnicodeEncodeError`` from deep inside."""
+    with pytest.raises(EncodingError, match="text: not valid Unicode text: a lone surrogate at character 2"):
+        chunkwise.parse("a \ud800 b")

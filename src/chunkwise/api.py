@@ -11,7 +11,8 @@ from typing import Any
 
 from chunkwise.chunking import get_chunker
 from chunkwise.chunking.chunk import Chunk
-from chunkwise.document import Document
+from chunkwise.document import Document, lone_surrogate
+from chunkwise.errors import EncodingError
 from chunkwise.models.context import Models
 from chunkwise.parsing import ParseLimits, parse_bytes, parse_file
 from chunkwise.parsing.formats import EXTENSIONS
@@ -56,6 +57,11 @@ def parse(
     if isinstance(source, Path) or (isinstance(source, str) and _names_a_file(source)):
         return parse_file(source, fmt=format, limits=limits, doc_id=doc_id)
     if isinstance(source, str):
+        at = lone_surrogate(source)
+        if at is not None:
+            raise EncodingError(
+                doc_id or "text", f"not valid Unicode text: a lone surrogate at character {at}"
+            )
         return parse_bytes(source.encode("utf-8"), doc_id or "text", fmt=format or "text", limits=limits)
     return parse_bytes(source, doc_id or "bytes", fmt=format, limits=limits)
 

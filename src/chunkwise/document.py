@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
@@ -65,6 +66,30 @@ class Unit:
             "page": self.page,
             "parent": self.parent,
         }
+
+
+#: A UTF-16 surrogate code point: never a character of Unicode text on its own. Python strings get them
+#: from ``\\ud800``-style JSON escapes and from file names that are not UTF-8 (``surrogateescape``), and
+#: they cannot be encoded as UTF-8: hashed, stored or sent, such a string fails far from where it came in.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def lone_surrogate(text: str) -> int | None:
+    """The offset of the first surrogate code point in ``text`` (not valid Unicode text), else ``None``."""
+    found = _SURROGATE.search(text)
+    return found.start() if found else None
+
+
+def path_id(path: str) -> str:
+    """``path`` as a document id: undecodable bytes of a file name (which Python keeps as surrogates)
+    written as ``\\xNN`` escapes, so the id is valid text and names the file readably."""
+    if lone_surrogate(path) is None:
+        return path
+    try:
+        raw = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a surrogate that stands for no byte: escaped as itself
+        raw = path.encode("utf-8", "backslashreplace")
+    return raw.decode("utf-8", "backslashreplace")
 
 
 @dataclass(frozen=True, slots=True)

@@ -11,7 +11,9 @@ stay with each dataclass (its ``validate`` method), where the meaning of a value
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import math
 import types
 import typing
 from collections.abc import Mapping
@@ -106,13 +108,16 @@ def _scalar(value: Any, hint: Any, key: str, parse_strings: bool) -> Any:
             except ValueError:
                 pass
     elif hint is float:
+        number = None
         if isinstance(value, int | float) and not isinstance(value, bool):
-            return float(value)
-        if text:
-            try:
-                return float(value)
-            except ValueError:
-                pass
+            number = float(value)
+        elif text:
+            with contextlib.suppress(ValueError):
+                number = float(value)
+        if number is not None:
+            if math.isfinite(number):  # NaN or infinity makes no size, weight or threshold
+                return number
+            raise ConfigError(f"{key}: expected a finite number, got {value!r}")
     elif hint is str:
         if isinstance(value, str):
             return value

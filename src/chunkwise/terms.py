@@ -8,6 +8,7 @@ Two views of a text:
   ``Café`` and ``cafe`` are one term) and stemmed with the Porter stemmer (Snowball's, from PyStemmer:
   ``refunds`` and ``refund`` are one term). :func:`search_terms` is the same analysis of a query's
   content words, each term once.
+- :func:`check_query`: whether a query can be searched at all (it holds a word, and is valid Unicode).
 
 Every store indexes :func:`index_terms` of a chunk's header + text and ranks :func:`search_terms` of the
 query with Okapi BM25 (``K1``, ``B``), so SQLite and PostgreSQL rank alike: one analyser, one formula.
@@ -22,6 +23,9 @@ import re
 import unicodedata
 from functools import lru_cache
 from typing import Any
+
+from chunkwise.document import lone_surrogate
+from chunkwise.errors import QueryError
 
 #: Okapi BM25 term-frequency saturation and length normalisation, shared by every store.
 K1 = 1.2
@@ -86,3 +90,19 @@ def index_terms(text: str) -> list[str]:
 def search_terms(text: str) -> list[str]:
     """The distinct index terms of the content words of ``text``, in order of first appearance."""
     return list(dict.fromkeys(_stem([w for w in _WORD.findall(_fold(text)) if w not in STOPWORDS])))
+
+
+#: Characters of a refused query quoted in the error (a long one is cut, so the error stays one short line).
+QUOTED_QUERY_CHARS = 60
+
+
+def check_query(query: str) -> str:
+    """``query`` itself; :class:`~chunkwise.errors.QueryError` when it holds no letter or digit (an
+    empty, blank or punctuation-only query would return arbitrary hits from dense search alone) or is
+    not valid Unicode text (a lone surrogate, which no tokenizer or store can encode)."""
+    shown = query if len(query) <= QUOTED_QUERY_CHARS else query[:QUOTED_QUERY_CHARS] + "…"
+    if lone_surrogate(query) is not None:
+        raise QueryError(f"the query {shown!r} is not valid Unicode text (it holds a lone surrogate)")
+    if not any(ch.isalnum() for ch in query):
+        raise QueryError(f"the query {shown!r} holds no word to search for")
+    return query

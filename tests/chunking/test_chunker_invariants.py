@@ -8,6 +8,7 @@ from hypothesis import strategies as st
 
 from chunkwise.chunking import get_chunker, get_counter
 from chunkwise.document import Document
+from chunkwise.errors import ConfigError
 from chunkwise.parsing.builder import DocumentBuilder
 from tests.support.contract import check_contract, hostile_text, small_text
 
@@ -96,3 +97,19 @@ def test_semantic_contract(embedder, options: dict[str, object], text: str, max_
     doc = _doc(text)
     chunks = get_chunker("semantic", max_size=max_size, embedder=embedder, **options).chunk(doc)
     check_contract(doc, chunks, get_counter("chars"), max_size)
+
+
+@pytest.mark.parametrize(
+    ("name", "params", "message"),
+    [
+        ("os.path:join", {}, r"chunker 'os.path:join' is not a class \(a function\)"),
+        ("json:JSONDecoder", {"foo": 1}, r"cannot build chunker 'json:JSONDecoder' with \['foo'\]"),
+        ("json:JSONDecoder", {}, r"json:JSONDecoder is not a chunker \(it needs a name and chunk\(doc\)\)"),
+        ("json:Nothing", {}, "cannot load chunker 'json:Nothing'"),
+    ],
+)
+def test_a_chunker_named_by_module_that_is_none_is_a_config_error(
+    name: str, params: dict[str, object], message: str
+) -> None:
+    with pytest.raises(ConfigError, match=message):
+        get_chunker(name, **params)

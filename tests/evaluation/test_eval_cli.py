@@ -56,3 +56,24 @@ def test_eval_reports_bad_input_on_one_line(data_dir: Path, tmp_path: Path) -> N
     assert done.returncode == 2
     assert "span gold" in done.stderr
     assert not (tmp_path / "r.json").exists()
+    missing = tmp_path / "no such folder"
+    for option in ("--json", "--html"):  # refused before any work, not after it
+        outputs = {"--json": str(tmp_path / "r.json"), option: str(missing / "r.out")}
+        arguments = [x for pair in outputs.items() for x in pair]
+        done = run_chunkwise(
+            "eval", "--data", str(data_dir / "eval" / "rmc_mini"), *arguments, cache=tmp_path
+        )
+        assert done.returncode == 2
+        assert done.stderr.splitlines() == [
+            f"error: {option} {missing / 'r.out'}: the folder {missing} does not exist"
+        ]
+    done = run_chunkwise(
+        "chunk",
+        str(data_dir / "formats" / "Baggage Allowance.md"),
+        "--chunker",
+        "logprob",
+        "--scores",
+        str(missing / "s.json"),
+    )
+    assert done.returncode == 2
+    assert f"--scores {missing / 's.json'}: the folder {missing} does not exist" in done.stderr

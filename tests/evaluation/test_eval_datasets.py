@@ -54,7 +54,7 @@ def test_offsets_are_code_points(tmp_path: Path) -> None:
     folder = write(
         tmp_path / "d",
         DOCS,
-        [{"qid": "q", "query": "?", "spans": [{"doc_id": "b", "start": 8, "end": 15, "text": "epsilon"}]}],
+        [{"qid": "q", "query": "why", "spans": [{"doc_id": "b", "start": 8, "end": 15, "text": "epsilon"}]}],
     )
     dataset = load_dataset(folder)
     span = dataset.queries[0].spans[0]
@@ -66,18 +66,23 @@ def test_offsets_are_code_points(tmp_path: Path) -> None:
     ("query", "reason"),
     [
         (
-            {"qid": "q", "query": "?", "spans": [{"doc_id": "a", "start": 0, "end": 5, "text": "Alphx"}]},
+            {"qid": "q", "query": "why", "spans": [{"doc_id": "a", "start": 0, "end": 5, "text": "Alphx"}]},
             "does not match",
         ),
-        ({"qid": "q", "query": "?", "spans": [{"doc_id": "a", "start": 0, "end": 99}]}, "out of range"),
-        ({"qid": "q", "query": "?", "spans": [{"doc_id": "a", "start": 3, "end": 3}]}, "out of range"),
-        ({"qid": "q", "query": "?", "spans": [{"doc_id": "z", "start": 0, "end": 1}]}, "not in the corpus"),
-        ({"qid": "q", "query": "?", "spans": [], "gold_docs": ["z"]}, "not in the corpus"),
-        ({"qid": "q", "query": "?", "spans": []}, "neither spans nor gold_docs"),
-        ({"qid": "q", "query": "?", "spans": [], "gold_docs": "a"}, "gold_docs"),
+        ({"qid": "q", "query": "why", "spans": [{"doc_id": "a", "start": 0, "end": 99}]}, "out of range"),
+        ({"qid": "q", "query": "why", "spans": [{"doc_id": "a", "start": 3, "end": 3}]}, "out of range"),
+        ({"qid": "q", "query": "why", "spans": [{"doc_id": "z", "start": 0, "end": 1}]}, "not in the corpus"),
+        ({"qid": "q", "query": "why", "spans": [], "gold_docs": ["z"]}, "not in the corpus"),
+        ({"qid": "q", "query": "why", "spans": []}, "neither spans nor gold_docs"),
+        ({"qid": "q", "query": "why", "spans": [], "gold_docs": "a"}, "gold_docs"),
         ({"qid": "q", "spans": []}, "'query'"),
-        ({"qid": 7, "query": "?", "spans": []}, "'qid'"),
-        ({"qid": "q", "query": "?", "spans": [{"doc_id": "a", "start": "0", "end": 1}]}, "'start'"),
+        ({"qid": 7, "query": "why", "spans": []}, "'qid'"),
+        ({"qid": "q", "query": "why", "spans": [{"doc_id": "a", "start": "0", "end": 1}]}, "'start'"),
+        ({"qid": "q", "query": "?!", "spans": [], "gold_docs": ["a"]}, "holds no word to search for"),
+        (
+            {"qid": "q", "query": "a \ud800 b", "spans": [], "gold_docs": ["a"]},
+            "lone surrogate at character 2",
+        ),
         ('{"qid": "q", "query": ', "invalid JSON"),
         ("[1, 2]", "JSON object"),
     ],
@@ -91,8 +96,29 @@ def test_bad_query_lines_name_the_file_and_line(tmp_path: Path, query: object, r
     assert reason in err.value.reason
 
 
+def test_text_that_is_not_unicode_names_the_file_and_line(tmp_path: Path) -> None:
+    """A byte that is not UTF-8, or a JSON escape of a lone surrogate in a document, is refused where it
+    stands, not later as a raw decoding or encoding error."""
+    good = {"qid": "ok", "query": "fine", "spans": [], "gold_docs": ["a"]}
+    folder = write(tmp_path / "latin1", DOCS, [good, good | {"qid": "q2"}])
+    queries = folder / "queries.jsonl"
+    lines = queries.read_bytes().splitlines(keepends=True)
+    queries.write_bytes(lines[0] + lines[1].replace(b"fine", b"caf\xe9"))
+    with pytest.raises(DatasetError) as err:
+        load_dataset(folder)
+    assert (err.value.source, err.value.reason) == (
+        f"{queries.as_posix()}:2",
+        "not UTF-8 text (byte 0xe9 at column 28)",
+    )
+    folder = write(tmp_path / "surrogate", [*DOCS, {"doc_id": "s", "text": "bad \udc80 text"}], [good])
+    with pytest.raises(
+        DatasetError, match="field 'text' is not valid Unicode text: a lone surrogate at character 4"
+    ):
+        load_dataset(folder)
+
+
 def test_duplicates_and_missing_files_are_reported(tmp_path: Path) -> None:
-    q = {"qid": "q", "query": "?", "spans": [], "gold_docs": ["a"]}
+    q = {"qid": "q", "query": "why", "spans": [], "gold_docs": ["a"]}
     with pytest.raises(DatasetError, match="duplicate qid"):
         load_dataset(write(tmp_path / "dq", DOCS, [q, q]))
     with pytest.raises(DatasetError, match="duplicate doc_id"):

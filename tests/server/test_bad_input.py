@@ -12,10 +12,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import pytest
 
+from chunkwise.kb import KnowledgeBase
+from chunkwise.parsing.text import text_document
 from chunkwise.server import ServerSettings, create_app
 from chunkwise.store.sqlite import DB_NAME
 from tests.support.server import error_of, running_app, upload, wait_job, writer_processes
@@ -97,8 +100,28 @@ def test_unsupported_and_unparsable_uploads(client: httpx.Client) -> None:
     broken = [("file", ("report.pdf", b"%PDF-1.7 truncated"))]
     assert "report.pdf" in _error(client.post("/v1/chunk", files=broken), 422, "parse_error")
     _error(client.post("/v1/chunk", files=[("file", ("empty.md", b""))]), 422, "parse_error")
+    damaged = [("files", ("broken.docx", b"not a zip archive")), ("files", ("kept.md", b"# Kept\n\nStored."))]
+    job = wait_job(
+        client, client.post("/v1/documents", files=damaged).json()["id"]
+    )  # queued: one file is fine
+    assert job["result"]["added"] == ["kept.md"]
+    assert [f["source"] for f in job["result"]["failed"]] == ["broken.docx"]
+    assert "not a zip archive" in job["result"]["failed"][0]["error"]
+    client.delete("/v1/documents/kept.md").raise_for_status()  # the shared store as it was
     _error(client.post("/v1/documents", data={"x": "1"}), 422, "invalid_request")
     _error(client.post("/v1/documents", files=[("files", ("/", b"# A"))]), 422, "invalid_request")
+
+
+def test_a_document_id_with_a_line_break_can_be_read_and_deleted(client: httpx.Client, kb_dir: Path) -> None:
+    doc_id = "two\nlines.md"  # a file name may hold a line break (the command line stores it as it is)
+    with KnowledgeBase(kb_dir) as kb:
+        assert kb.add_documents([text_document(doc_id, "A file name may hold a line break.")]).added == [
+            doc_id
+        ]
+    path = "/v1/documents/" + quote(doc_id)
+    assert client.get(path).json()["doc_id"] == doc_id
+    assert client.delete(path).json() == {"deleted": doc_id}
+    _error(client.get(path), 404, "not_found")
 
 
 def test_unknown_ids_routes_and_methods(client: httpx.Client) -> None:
@@ -130,8 +153,9 @@ def test_oversized_bodies_are_refused(small: httpx.Client) -> None:
             yield b"x" * 100
         yield b'"}'
 
-    chunked = small.post("/v1/chunk", content=streamed(), headers={"Content-Type": "application/json"})
-    _error(chunked, 413, "payload_too_large")
+    for route in ("/v1/chunk", "/v1/search", "/v1/answer"):  # read by the route, or by FastAPI for a model
+        chunked = small.post(route, content=streamed(), headers={"Content-Type": "application/json"})
+        _error(chunked, 413, "payload_too_large")
     assert small.post("/v1/chunk", json={"text": "a short text"}).status_code == 200
 
 

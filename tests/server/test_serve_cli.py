@@ -38,6 +38,30 @@ def test_non_loopback_without_a_key_and_an_unset_key_variable_are_refused(tmp_pa
     assert not (tmp_path / "kb").exists()  # refused before anything was created
 
 
+def test_a_store_that_cannot_be_served_and_out_of_range_options_are_one_line(tmp_path: Path) -> None:
+    """Checked before the server starts: one ``error:`` line and exit 2 (uvicorn would print a traceback
+    from its start-up, or Python's socket module refuse the port), nothing served."""
+    damaged = tmp_path / "damaged"
+    damaged.mkdir()
+    (damaged / "kb.sqlite").write_bytes(b"this is not a SQLite database" * 200)
+    refused = run_chunkwise("serve", "--kb", str(damaged))
+    assert refused.returncode == 2
+    [line] = refused.stderr.splitlines()
+    assert line.startswith(f"error: {damaged}: kb.sqlite is not a SQLite database")
+    not_a_directory = tmp_path / "file"
+    not_a_directory.write_text("x")
+    refused = run_chunkwise("serve", "--kb", str(not_a_directory))
+    assert (refused.returncode, refused.stderr.splitlines()) == (
+        2,
+        [f"error: {not_a_directory}: not a directory"],
+    )
+    for option, value in (("--port", "99999"), ("--max-upload-mb", "inf"), ("--timeout", "nan")):
+        refused = run_chunkwise("serve", "--kb", str(tmp_path / "kb"), option, value)
+        assert refused.returncode == 2, (option, refused.stderr)
+        assert option in refused.stderr
+    assert not (tmp_path / "kb").exists()
+
+
 def test_the_readme_curl_examples(tmp_path: Path) -> None:
     """The README block that starts with ``chunkwise serve``: the server is started as written (on a free
     port instead of 8000), with the README's knowledge base, and every curl line prints what it shows."""

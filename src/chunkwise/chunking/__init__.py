@@ -64,6 +64,8 @@ def chunker_class(name: str) -> type[Any]:
         cls: type[Any] = getattr(importlib.import_module(module_name), class_name)
     except (ImportError, AttributeError) as exc:
         raise ConfigError(f"cannot load chunker {name!r}: {exc}") from exc
+    if not isinstance(cls, type):
+        raise ConfigError(f"chunker {name!r} is not a class (a {type(cls).__name__}): name a chunker class")
     return cls
 
 
@@ -86,7 +88,13 @@ def get_chunker(name: str, *, models: Models | None = None, **params: Any) -> Ch
     :class:`ConfigError`.
     """
     cls = chunker_class(name)
-    chunker = cls(models=models, **params) if issubclass(cls, BaseChunker) else cls(**params)
+    if issubclass(cls, BaseChunker):
+        chunker = cls(models=models, **params)
+    else:
+        try:
+            chunker = cls(**params)
+        except TypeError as exc:  # a class of another project: its own arguments, its own messages
+            raise ConfigError(f"cannot build chunker {name!r} with {sorted(params)}: {exc}") from None
     if not isinstance(chunker, Chunker):
         raise ConfigError(f"{name} is not a chunker (it needs a name and chunk(doc))")
     return chunker

@@ -22,6 +22,7 @@ import typer
 
 from chunkwise.chunking import CHUNKERS, get_chunker
 from chunkwise.chunking.limits import MAX_CHUNKS
+from chunkwise.cli.output_files import check_output
 from chunkwise.cli.parse_cmd import DEFAULT_LIMITS, MaxBytesOption, MaxCharsOption
 from chunkwise.cli.terminal import json_line, plain
 from chunkwise.errors import ConfigError
@@ -84,6 +85,8 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Chunk FILE and print the chunks with their offsets."""
         from chunkwise.parsing import parse_file
+
+        check_output(scores, "--scores")
 
         try:
             params: dict[str, Any] = parse_settings(settings or [])

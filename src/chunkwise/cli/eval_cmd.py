@@ -21,6 +21,7 @@ from rich.console import Console
 from rich.table import Table
 
 from chunkwise.cli.dry_run import estimate_table
+from chunkwise.cli.output_files import check_output
 from chunkwise.cli.progress import time_left_progress
 from chunkwise.cli.terminal import markup_literal, plain
 from chunkwise.config import PipelineConfig, from_dict
@@ -94,6 +95,8 @@ def eval_command(
     ] = False,
 ) -> None:
     """Evaluate pipeline configurations on a retrieval data set."""
+    check_output(json_out, "--json")
+    check_output(html_out, "--html")
     dataset = load_dataset(data, limit=limit, seed=seed, distractors=distractors)
     configs = load_configs(config or [], preset)
     if dry_run:

@@ -17,6 +17,7 @@ import typer
 from chunkwise.cli.kb_options import KB_HELP, ConfigOption, PresetOption
 from chunkwise.config import load_config
 from chunkwise.errors import ConfigError
+from chunkwise.store import open_store
 
 #: What to install when the server's libraries are missing.
 INSTALL_HINT = "chunkwise serve needs the server extra: pip install 'chunkwise[server]'"
@@ -26,7 +27,9 @@ def serve_command(
     *,
     kb: Annotated[str, typer.Option("--kb", help=f"{KB_HELP} (created when absent).")],
     host: Annotated[str, typer.Option("--host", help="Address to listen on.")] = "127.0.0.1",
-    port: Annotated[int, typer.Option("--port", help="Port to listen on (0: any free port).", min=0)] = 8000,
+    port: Annotated[
+        int, typer.Option("--port", help="Port to listen on (0: any free port).", min=0, max=65535)
+    ] = 8000,
     api_key_env: Annotated[
         str | None,
         typer.Option("--api-key-env", help="Environment variable holding the bearer key clients must send."),
@@ -34,10 +37,11 @@ def serve_command(
     config: ConfigOption = None,
     preset: PresetOption = None,
     max_upload_mb: Annotated[
-        float, typer.Option("--max-upload-mb", help="Largest request body, in MiB.", min=0.001)
+        float, typer.Option("--max-upload-mb", help="Largest request body, in MiB.", min=0.001, max=2**20)
     ] = 32,
     timeout: Annotated[
-        float, typer.Option("--timeout", help="Seconds a request may take before a 504.", min=0.001)
+        float,
+        typer.Option("--timeout", help="Seconds a request may take before a 504.", min=0.001, max=86400),
     ] = 120,
     queue: Annotated[int, typer.Option("--queue", help="Ingest jobs that may wait.", min=1)] = 8,
     readers: Annotated[int, typer.Option("--readers", help="Requests computed at once.", min=1)] = 4,
@@ -65,6 +69,8 @@ def serve_command(
     except ImportError:
         raise ConfigError(INSTALL_HINT) from None
     resolved = load_config(config, preset) if config is not None or preset is not None else None
+    with open_store(kb):  # a damaged or unreachable store is one error line here, not a server traceback
+        pass
     app = create_app(kb, config=resolved, settings=settings)
     uvicorn.run(app, host=host, port=port, log_config=_log_config(uvicorn.config.LOGGING_CONFIG))
 

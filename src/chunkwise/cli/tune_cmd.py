@@ -19,6 +19,7 @@ from rich.table import Table
 
 from chunkwise.cli.dry_run import estimate_table
 from chunkwise.cli.eval_cmd import default_workdir, load_configs
+from chunkwise.cli.output_files import check_output
 from chunkwise.cli.progress import time_left_progress
 from chunkwise.cli.terminal import markup_literal, plain
 from chunkwise.evaluation.datasets import load_dataset
@@ -81,6 +82,7 @@ def tune_command(
     if search not in ("grid", "random"):
         raise typer.BadParameter("--search must be grid or random")
     mode: Literal["grid", "random"] = "random" if search == "random" else "grid"
+    check_output(json_out, "--json")
     dataset = load_dataset(data, limit=limit, seed=seed)
     base = load_configs([config] if config else [], preset)[0][1]
     if chunker is not None:

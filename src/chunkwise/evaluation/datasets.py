@@ -22,10 +22,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from chunkwise.document import Document
-from chunkwise.errors import DatasetError
+from chunkwise.document import Document, lone_surrogate
+from chunkwise.errors import DatasetError, QueryError
 from chunkwise.evaluation.items import Span
 from chunkwise.parsing.text import text_document
+from chunkwise.terms import check_query
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
@@ -104,14 +105,20 @@ def _draw(ids: list[str], count: int, seed: int) -> list[str]:
 def _lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     """``(source, record)`` for each non-blank line, ``source`` being ``file:line``."""
     try:
-        handle = path.open(encoding="utf-8")
+        handle = path.open("rb")
     except OSError as exc:
         raise DatasetError(path.as_posix(), f"cannot read: {exc.strerror or exc}") from exc
     with handle:
-        for number, line in enumerate(handle, start=1):
+        for number, raw in enumerate(handle, start=1):
+            source = f"{path.as_posix()}:{number}"
+            try:
+                line = raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                raise DatasetError(
+                    source, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
+                ) from None
             if not line.strip():
                 continue
-            source = f"{path.as_posix()}:{number}"
             try:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
@@ -125,6 +132,10 @@ def _field(record: dict[str, Any], name: str, kind: type, source: str) -> Any:
     value = record.get(name)
     if not isinstance(value, kind) or isinstance(value, bool):
         raise DatasetError(source, f"field {name!r} must be a {kind.__name__}")
+    if isinstance(value, str) and (at := lone_surrogate(value)) is not None:
+        raise DatasetError(
+            source, f"field {name!r} is not valid Unicode text: a lone surrogate at character {at}"
+        )
     return value
 
 
@@ -150,6 +161,10 @@ def _load_queries(path: Path, texts: dict[str, str]) -> tuple[Query, ...]:
             raise DatasetError(source, f"duplicate qid {qid!r}")
         seen.add(qid)
         text = _field(record, "query", str, source)
+        try:
+            check_query(text)
+        except QueryError as exc:
+            raise DatasetError(source, str(exc)) from None
         spans = tuple(_span(raw, texts, source) for raw in _field(record, "spans", list, source))
         raw_docs = record.get("gold_docs")
         if raw_docs is None:

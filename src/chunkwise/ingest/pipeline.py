@@ -28,7 +28,7 @@ from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.chunking.limits import chunk_within
 from chunkwise.chunking.tokens import get_counter
 from chunkwise.config import PipelineConfig
-from chunkwise.document import Document
+from chunkwise.document import Document, lone_surrogate, path_id
 from chunkwise.errors import BudgetExceededError, ChunkwiseError, failure_reason
 from chunkwise.ingest.headers import ContextualHeaders
 from chunkwise.ingest.paths import expand_paths
@@ -144,6 +144,8 @@ class IngestPipeline:
             for item in items:
                 if isinstance(item, Failure):
                     batch.fail(item.source, item.reason)
+                elif invalid := _not_unicode(item):
+                    batch.fail(path_id(item.id), invalid)
                 elif self.unchanged(item, batch.fingerprint):
                     batch.done(item.id, "skipped")
                 else:
@@ -303,6 +305,16 @@ def chunk_texts(items: Sequence[Prepared]) -> list[str]:
     """What the embedder reads for every embedded row of ``items``, in order: each chunk's header + text
     (but the pooled chunks'), then each window's."""
     return [p.text(row) for p in items for row in p.embedded]
+
+
+def _not_unicode(doc: Document) -> str:
+    """Why ``doc`` cannot be stored (its id or text holds a lone surrogate, which no store, hash or
+    tokenizer can encode: a document built by hand or from JSON escapes), or ``""``."""
+    for what, text in (("id", doc.id), ("text", doc.text)):
+        at = lone_surrogate(text)
+        if at is not None:
+            return f"the document's {what} is not valid Unicode text: a lone surrogate at character {at}"
+    return ""
 
 
 def parse_one(file: Path, limits: ParseLimits) -> Document | Failure:

@@ -11,8 +11,8 @@ import importlib
 from collections.abc import Callable
 from pathlib import Path
 
-from chunkwise.document import Document
-from chunkwise.errors import EmptyDocumentError, FileTooLargeError
+from chunkwise.document import Document, lone_surrogate, path_id
+from chunkwise.errors import EmptyDocumentError, EncodingError, FileTooLargeError
 from chunkwise.parsing.detect import detect_format
 from chunkwise.parsing.files import read_file
 from chunkwise.parsing.formats import EXTENSIONS, FORMATS
@@ -44,6 +44,8 @@ def parse_bytes(
     check ``limits.max_chars`` while extracting; the finished text is checked here for all).
     """
     limits = limits or ParseLimits()
+    if lone_surrogate(source) is not None:
+        raise EncodingError(path_id(source), "the name is not valid Unicode text (it holds a lone surrogate)")
     if not data:
         raise EmptyDocumentError(source, "file is empty")
     if len(data) > limits.max_bytes:
@@ -61,13 +63,14 @@ def parse_file(
     limits: ParseLimits | None = None,
     doc_id: str | None = None,
 ) -> Document:
-    """Parse a file. The document id is ``doc_id`` or the path as given (POSIX form).
+    """Parse a file. The document id is ``doc_id`` or the path as given (POSIX form; bytes of a file name
+    that are not UTF-8 written as ``\\xNN``, :func:`~chunkwise.document.path_id`).
 
     Only regular files are read (symlinks are followed), and never past ``limits.max_bytes``: the size
     is checked before reading, so a 200 MB file over the limit costs no memory, and again while
     reading (see :mod:`.files`).
     """
     limits = limits or ParseLimits()
-    source = doc_id or Path(path).as_posix()
+    source = doc_id or path_id(Path(path).as_posix())
     data = read_file(path, source, limits.max_bytes)
     return parse_bytes(data, source, fmt=fmt, limits=limits)

@@ -353,7 +353,17 @@ def _nothing() -> None:
     """The closer of elements that need nothing done at their end."""
 
 
+#: A document type declaration with an internal subset (``<!DOCTYPE x [ ... ]>``): HTML has none, and one
+#: declaring entities is an XML entity-expansion attack (billion laughs). An HTML parser leaves the
+#: entities unexpanded, but the subset's tail and the entity references would be stored as the text.
+_INTERNAL_SUBSET = re.compile(r"<!DOCTYPE[^>\[]*\[", re.IGNORECASE)
+
+
 def _guarded_tree(markup: str, source: str, limits: ParseLimits) -> LexborHTMLParser:
+    if _INTERNAL_SUBSET.search(markup, 0, 4096):
+        raise UnsafeContentError(
+            source, "a DOCTYPE declaring entities (an internal subset), which HTML has not"
+        )
     if nesting_exceeds(markup, limits.max_depth):
         raise UnsafeContentError(source, f"elements nested deeper than {limits.max_depth} levels")
     return LexborHTMLParser(markup)

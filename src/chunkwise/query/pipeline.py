@@ -13,7 +13,6 @@ from functools import cached_property
 from typing import Any
 
 from chunkwise.config import PipelineConfig
-from chunkwise.errors import QueryError
 from chunkwise.models.context import Models
 from chunkwise.models.protocols import Vectors
 from chunkwise.query.answer import Answer, AnswerGenerator, Source
@@ -23,6 +22,7 @@ from chunkwise.query.stages import StageContext, build_stages
 from chunkwise.query.trace import Trace
 from chunkwise.spans import Span
 from chunkwise.store.protocol import Store
+from chunkwise.terms import check_query
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,19 +48,6 @@ class Hit(Span):
             "header": self.header,
             "text": self.text,
         }
-
-
-#: Characters of a refused query quoted in the error (a long one is cut, so the error stays one short line).
-QUOTED_QUERY_CHARS = 60
-
-
-def check_query(query: str) -> str:
-    """``query`` itself; :class:`~chunkwise.errors.QueryError` when it holds no letter or digit (an
-    empty, blank or punctuation-only query would return arbitrary hits from dense search alone)."""
-    if not any(ch.isalnum() for ch in query):
-        shown = query if len(query) <= QUOTED_QUERY_CHARS else query[:QUOTED_QUERY_CHARS] + "…"
-        raise QueryError(f"the query {shown!r} holds no word to search for")
-    return query
 
 
 class QueryPipeline:

@@ -39,11 +39,14 @@ from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ValidationError
+from starlette.convertors import Convertor, register_url_convertor
 from starlette.datastructures import UploadFile
+from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chunkwise.chunking import CHUNKERS, get_chunker, normalised_params
 from chunkwise.config import PipelineConfig
+from chunkwise.errors import ParseError, UnsupportedFormatError
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models.context import Models
 from chunkwise.parsing import parse_bytes
@@ -300,7 +303,7 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
                     raise ApiError(422, "invalid_request", "field 'files': uploaded files are expected")
                 name = upload_name(upload.filename)
                 data = await upload.read()
-                detect_format(data, name)  # an unsupported file refuses the request (415) before queueing
+                _check_supported(data, name)
                 files.append((name, data))
         if not files:
             raise ApiError(422, "invalid_request", "field 'files': at least one file is required")
@@ -322,7 +325,7 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
         s = service()
         return {"documents": [d.to_dict() for d in await s.compute(s.reader.documents)]}
 
-    @app.get("/v1/documents/{doc_id:path}", summary="A stored document: text, units and chunk spans.")
+    @app.get("/v1/documents/{doc_id:doc_id}", summary="A stored document: text, units and chunk spans.")
     async def get_document(doc_id: str) -> dict[str, Any]:
         s = service()
 
@@ -335,7 +338,7 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
 
         return await s.compute(read)
 
-    @app.delete("/v1/documents/{doc_id:path}", summary="Remove a document and its chunks.")
+    @app.delete("/v1/documents/{doc_id:doc_id}", summary="Remove a document and its chunks.")
     async def delete_document(doc_id: str) -> dict[str, Any]:
         s = service()
         if not await s.compute(partial(s.writer.store.delete, doc_id)):
@@ -392,6 +395,34 @@ def upload_name(filename: str | None) -> str:
     return name
 
 
+class _DocumentId(Convertor[str]):
+    """A document id in a URL path: anything, slashes and line breaks included (Starlette's ``path``
+    stops at a line break, and a file name may hold one)."""
+
+    regex = r"[\s\S]+"
+
+    def convert(self, value: str) -> str:
+        return value
+
+    def to_string(self, value: str) -> str:
+        return value
+
+
+register_url_convertor("doc_id", _DocumentId())
+
+
+def _check_supported(data: bytes, name: str) -> None:
+    """Refuse the request (415) for a file of no supported format, before anything is queued; a damaged
+    file of a supported format (a ``.docx`` that is no zip archive) is left for the job, which reports it
+    beside the files it stores."""
+    try:
+        detect_format(data, name)
+    except UnsupportedFormatError:
+        raise
+    except ParseError:
+        pass
+
+
 class BodyLimit:
     """Refuse request bodies over ``max_bytes`` with 413, by their ``Content-Length`` or, when they are
     streamed without one, once that many bytes have arrived."""
@@ -416,7 +447,7 @@ class BodyLimit:
             message = await receive()
             seen += len(message.get("body", b""))
             if seen > self.max_bytes:
-                raise _TooLargeError
+                raise _TooLargeError(self.message)
             return message
 
         async def watched(message: Message) -> None:
@@ -430,13 +461,26 @@ class BodyLimit:
             if not started:
                 await self._refuse(scope, receive, send)
 
+    @property
+    def message(self) -> str:
+        """What a refused request is told."""
+        return f"the request body exceeds the limit of {self.max_bytes} bytes"
+
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        message = f"the request body exceeds the limit of {self.max_bytes} bytes"
-        await error_response(413, "payload_too_large", message, {"Connection": "close"})(scope, receive, send)
+        await error_response(413, "payload_too_large", self.message, CLOSE)(scope, receive, send)
 
 
-class _TooLargeError(Exception):
-    """The body went past the limit while it was read."""
+#: The header of a refusal sent before the body was read whole: the connection cannot be reused.
+CLOSE = {"Connection": "close"}
+
+
+class _TooLargeError(HTTPException):
+    """The body went past the limit while it was read: an HTTP error, so that a framework reading the
+    body for a route answers it as 413 (FastAPI turns any other error met while reading a form or a
+    JSON body into a 400), and this middleware answers it when nothing else did."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(413, message, CLOSE)
 
 
 class BearerKey:
