@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkwise.errors import EmptyDocumentError, UnsafeContentError
-from chunkwise.parsing import parse_bytes
+from chunkwise.parsing import markdown, parse_bytes
 from chunkwise.parsing.markdown import parse_markdown
 
 SNIPPET = """\
@@ -139,6 +139,21 @@ def test_nesting_beyond_the_bound_is_refused_not_truncated() -> None:
     with pytest.raises(UnsafeContentError, match=r"deep\.md: Markdown blocks nested deeper"):
         parse_bytes(b"> " * 1000 + b"lost?", "deep.md")
     assert _rows("> " * 20 + "kept")[0][4] == "> kept"
+
+
+def test_table_cells_are_bounded_over_the_whole_document(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every row counts its header's columns, short rows too; a table ends where another block opens."""
+    monkeypatch.setattr(markdown, "MAX_TABLE_CELLS", 12)
+    three_by_four = "| a | b | c |\n|---|---|---|\n| 1 | 2 | 3 |\n| 4 |\n| 5 | 6 |\n"
+    assert _rows(three_by_four + "# After\nText | with a pipe\n")[0][4].endswith("| 5 | 6 |  |")
+    with pytest.raises(
+        UnsafeContentError,
+        match=r"^two\.md: Markdown tables with more than 12 cells in all "
+        r"\(reached with a table of 2 columns and 2 rows\)$",
+    ):
+        parse_markdown(three_by_four + "\n| x | y |\n|---|---|\n| z |\n", "two.md")
+    with pytest.raises(UnsafeContentError, match=r"table of 3 columns and 5 rows"):
+        parse_markdown(three_by_four + "| 7 |\n", "long.md")
 
 
 _MARKDOWNISH = st.text(

@@ -8,7 +8,8 @@ go; inline code keeps its text); raw HTML blocks go through the HTML walker (its
 embedded ``<table>`` stays a table.
 A YAML front-matter block at the very top is kept out of the text and stored in the metadata.
 Blocks nested deeper than :data:`MAX_NESTING` raise :class:`~chunkwise.errors.UnsafeContentError`
-rather than lose text.
+rather than lose text, and so do pipe tables past :data:`MAX_TABLE_CELLS` cells in all, before markdown-it
+builds them.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import re
 from collections.abc import Sequence
 
 from markdown_it import MarkdownIt
+from markdown_it.rules_block import StateBlock, table
 from markdown_it.token import Token
 
 from chunkwise.document import Document
@@ -42,9 +44,68 @@ _BREAK_TAG = re.compile(r"<br\b", re.IGNORECASE)
 MAX_NESTING = 50
 
 
+#: The most pipe-table cells one Markdown document may hold. markdown-it keeps every token of a document
+#: until the parse ends, and a table cell is four of them (its opening and closing tags, its inline run and
+#: a text token, about 1.3 KB together) from as little as two bytes of input (``b|``): a 1 MB table of
+#: 10,000 columns and 51 rows took 730 MB and 11 s to parse, a 2 MB one 1.4 GB and 21 s, nearly all of it
+#: in those tokens. 100,000 cells (about 130 MB of tokens; 10,000 rows of ten columns) is far past any table
+#: meant for reading, so a document whose tables would pass it is refused before the table that passes it
+#: is built.
+MAX_TABLE_CELLS = 100_000
+
+
+class _TableCells:
+    """A block rule run just before markdown-it's table rule: it counts the cells of each table about to be
+    built and refuses the document once they pass :data:`MAX_TABLE_CELLS`. It never builds anything, and
+    leaves markdown-it's silent calls alone: they only ask whether a block starts at a line."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.cells = 0
+
+    def __call__(self, state: StateBlock, start: int, end: int, silent: bool) -> bool:
+        if silent or not table(state, start, end, True):
+            return False
+        columns = _delimiter_columns(state, start + 1)
+        rows = 1 + _body_rows(state, start, end)
+        self.cells += columns * rows
+        if self.cells > MAX_TABLE_CELLS:
+            raise UnsafeContentError(
+                self.source,
+                f"Markdown tables with more than {MAX_TABLE_CELLS} cells in all "
+                f"(reached with a table of {columns} columns and {rows} rows)",
+            )
+        return False
+
+
+def _delimiter_columns(state: StateBlock, line: int) -> int:
+    """The columns of a table's delimiter row (``|---|:-:|``), which every row is cut or padded to."""
+    text = state.src[state.bMarks[line] + state.tShift[line] : state.eMarks[line]]
+    return sum(1 for part in text.split("|") if part.strip())
+
+
+def _body_rows(state: StateBlock, start: int, end: int) -> int:
+    """The rows after the delimiter row of the table opening at line ``start``: the lines before the first
+    one that is blank, outdented, indented as code or opens another block. markdown-it makes as many rows,
+    or fewer when it ends a table early rather than pad its short rows with too many empty cells."""
+    openers = state.md.block.ruler.getRules("blockquote")
+    line = start + 2
+    while (
+        line < end
+        and state.sCount[line] >= state.blkIndent
+        and not state.isEmpty(line)
+        and not state.is_code_block(line)
+        and not any(opens(state, line, end, True) for opens in openers)
+    ):
+        line += 1
+    return line - start - 2
+
+
 def _tokens(text: str, source: str, limits: ParseLimits) -> list[Token]:
     nesting = min(limits.max_depth, MAX_NESTING)
-    tokens = MarkdownIt("commonmark", {"maxNesting": nesting}).enable(["table", "strikethrough"]).parse(text)
+    md = MarkdownIt("commonmark", {"maxNesting": nesting}).enable(["table", "strikethrough"])
+    md.block.ruler.before("table", "table_cells", _TableCells(source))
+    tokens = md.parse(text)
     if any(token.level >= nesting - 1 for token in tokens):
         raise UnsafeContentError(source, f"Markdown blocks nested deeper than {nesting} levels")
     return tokens
