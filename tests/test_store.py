@@ -4,6 +4,7 @@ readers beside a writer, and atomic ingest under SIGKILL."""
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -189,6 +190,60 @@ def test_the_graph_leads_to_windows_even_when_chunks_were_embedded_whole(tmp_pat
     reopened = DenseIndex(keys, whole, generation=1, directory=tmp_path, windows=(owners, windows))
     assert reopened.search(windows[0], 1, approximate=True)[0][0] == 1
     assert json.loads(stamp.read_text(encoding="utf-8"))["variant"] == "pooled windows"
+
+
+@requires_usearch
+@pytest.mark.parametrize("worker_saves", ["before the graph moves in", "between the move and the stamp"])
+def test_graph_saves_that_interleave_neither_fail_nor_stamp_another_graph(
+    tmp_path, monkeypatch, worker_saves
+):
+    """Server workers sharing a store may save the graph at once, one of them a generation behind. Each
+    builds under a name of its own, so one's move never takes the other's file; and a stamp vouches only
+    for the bytes its writer built, so a lagging worker's graph moved in just before another's stamp is
+    built again by the next process, not loaded as the current generation's."""
+    rng = np.random.default_rng(0)
+    data = rng.normal(size=(60, 16)).astype(np.float32)
+    data /= np.linalg.norm(data, axis=1, keepdims=True)
+    keys = np.arange(1, 61, dtype=np.int64)
+    lagging = DenseIndex(keys[:50], data[:50], generation=3, directory=tmp_path)  # read before the write
+    current = DenseIndex(keys, data, generation=4, directory=tmp_path)
+    real_replace, moves = os.replace, []
+
+    def replace(src, dst):
+        moves.append(dst)
+        if len(moves) == 1 and worker_saves == "before the graph moves in":
+            run_in_thread(lagging.graph)
+        real_replace(src, dst)
+        if len(moves) == 1 and worker_saves == "between the move and the stamp":
+            run_in_thread(lagging.graph)
+
+    monkeypatch.setattr(os, "replace", replace)
+    assert current.search(data[0], 1, approximate=True)[0][0] == 1
+    monkeypatch.undo()
+    later = DenseIndex(keys, data, generation=4, directory=tmp_path)  # the next process
+    found = [later.search(vector, 1, approximate=True)[0][0] for vector in data]
+    assert found == keys.tolist()
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_windows_stored_apart_from_their_chunks_other_windows_still_score_it(tmp_path):
+    """A store may hand over a chunk's windows in any order (``put`` does not require them together):
+    each of a chunk's windows still scores it, in exact search and in ``window_scores`` alike."""
+    e = np.eye(4, dtype=np.float32)
+    keys, wholes = np.array([1, 2], dtype=np.int64), e[[1, 1]]
+    owners = np.array([1, 2, 1], dtype=np.int64)  # chunk 1's windows on either side of chunk 2's
+    index = DenseIndex(keys, wholes, generation=1, directory=tmp_path, windows=(owners, e[[2, 3, 0]]))
+    for query, chunk in ((e[2], 1), (e[0], 1), (e[3], 2)):
+        assert dict(index.exact(query, 2))[chunk] == pytest.approx(1.0)
+        assert index.window_scores(query, [chunk]) == {chunk: pytest.approx(1.0)}
+    assert index.exact(e[0], 0) == index.search(e[0], 0, approximate=True) == index.exact(e[0], -1) == []
+
+
+def run_in_thread(work) -> None:
+    """Run ``work`` in another thread (another worker) and wait for it."""
+    thread = threading.Thread(target=work)
+    thread.start()
+    thread.join()
 
 
 def test_second_store_sees_writes_and_reads_during_a_write(tmp_path):

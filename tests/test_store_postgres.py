@@ -4,6 +4,7 @@ repair, and every bad input as a typed error without the password."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -35,6 +36,7 @@ from chunkwise.store import StoreSettings, open_store
 from chunkwise.store.pg_lexical import MAX_SEGMENTS
 from chunkwise.store.pgurl import parse
 from chunkwise.store.postgres import WINDOW_CANDIDATES
+from chunkwise.store.sqlite import SQLiteStore
 from tests.support.cli import run_chunkwise
 from tests.support.documents import format_docs
 from tests.support.fakes import HashEmbedder
@@ -362,17 +364,39 @@ def test_bm25_in_memory_follows_other_writers(pg_url, pg_server):
         assert not same("weigh")
 
 
+def test_tied_scores_rank_by_chunk_key_in_both_stores(pg_url, tmp_path):
+    """Two copies of a document have the same vectors, so every chunk ties with its copy: both stores
+    rank a tie by chunk key (the first copy first), and a shorter list is the start of a longer one."""
+    copy = dataclasses.replace(DOC, id="copy.md")
+    with SQLiteStore(tmp_path / "kb") as lite, open_store(pg_url) as server:
+        for store in (lite, server):
+            count = len(put(store, DOC))
+            put(store, copy)
+        query = unit_vectors(count)[0]  # the first chunk's vector: it and its copy score 1
+        for k in (1, 2, 3, 4):
+            ranked = [[key for key, _ in store.dense(query, k)] for store in (lite, server)]
+            assert ranked[0] == ranked[1], k
+            assert ranked[0][:2] == [1, count + 1][:k]
+        assert lite.dense(query, 4)[:1] == lite.dense(query, 1)
+
+
 def test_hnsw_search_at_the_threshold(twin_stores, embedder):
     _, postgres = twin_stores
     store = postgres.store
     exact = store.dense(embedder.embed(["checked baggage weight"])[0], 10)
+    everything = store.dense(embedder.embed(["checked baggage weight"])[0], 300)
     store.settings = StoreSettings(hnsw_threshold=1, hnsw_ef_search=200)
     try:
         assert store.dense_method() == "hnsw"
         approximate = store.dense(embedder.embed(["checked baggage weight"])[0], 10)
+        # past pgvector's ef_search bound of 1,000 (k x WINDOW_CANDIDATES): an iterative scan, not an error
+        wide = store.dense(embedder.embed(["checked baggage weight"])[0], 300)
     finally:
         store.settings = StoreSettings()
     assert len({k for k, _ in approximate} & {k for k, _ in exact}) >= 9
+    assert 300 * WINDOW_CANDIDATES > 1000
+    assert len(wide) == len(everything)
+    assert len({k for k, _ in wide} & {k for k, _ in everything}) >= 0.9 * len(everything)
 
 
 WRITER = textwrap.dedent(

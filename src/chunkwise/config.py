@@ -124,6 +124,17 @@ class RetrievalConfig:
     window_overlap: bool = False
     embed_whole: bool = False
 
+    def validate(self, path: str) -> None:
+        """Counts positive, the BM25 weight a share, windows 0 (off) or 2 to 512 tokens."""
+        for name in ("candidates", "rrf_k", "embed_batch", "max_query_tokens"):
+            _at_least(path, name, getattr(self, name), 1)
+        for name in ("hnsw_threshold", "bm25s_threshold"):
+            _at_least(path, name, getattr(self, name), 0)
+        if not 0.0 <= self.weight <= 1.0:
+            raise ConfigError(f"{path}.weight: BM25's share of the fused score, 0 to 1, got {self.weight}")
+        if self.windows not in range(2, 513) and self.windows != 0:
+            raise ConfigError(f"{path}.windows: 0 (off) or 2 to 512 tokens, got {self.windows}")
+
 
 @dataclass(frozen=True)
 class StoreConfig:
@@ -137,6 +148,20 @@ class StoreConfig:
     hnsw_m: int = 16
     hnsw_ef_construction: int = 64
     hnsw_ef_search: int = 100
+
+    def validate(self, path: str) -> None:
+        """A pool of at least one connection, and HNSW settings within pgvector's bounds (``m`` 2 to 100,
+        ``ef_construction`` 4 to 1,000, ``ef_search`` 1 to 1,000), which refuses others at index time or
+        at every search."""
+        _at_least(path, "pool_size", self.pool_size, 1)
+        for name, low, high in (
+            ("hnsw_m", 2, 100),
+            ("hnsw_ef_construction", 4, 1000),
+            ("hnsw_ef_search", 1, 1000),
+        ):
+            value = getattr(self, name)
+            if not low <= value <= high:
+                raise ConfigError(f"{path}.{name}: {low} to {high} (pgvector's bounds), got {value}")
 
 
 @dataclass(frozen=True)
@@ -237,8 +262,7 @@ class LimitsConfig:
     def validate(self, path: str) -> None:
         """Every limit must be positive."""
         for name in ("max_bytes", "max_chars", "max_chunks"):
-            if getattr(self, name) < 1:
-                raise ConfigError(f"{path}.{name}: must be at least 1, got {getattr(self, name)}")
+            _at_least(path, name, getattr(self, name), 1)
 
     def parse_limits(self) -> ParseLimits:
         """The parser's limits, with these bounds and the parser's defaults for the rest."""
@@ -350,6 +374,12 @@ PRESETS: dict[str, dict[str, Any]] = {
 }
 
 
+def _at_least(path: str, name: str, value: int, low: int) -> None:
+    """:class:`ConfigError` naming ``path.name`` unless ``value`` is at least ``low``."""
+    if value < low:
+        raise ConfigError(f"{path}.{name}: must be at least {low}, got {value}")
+
+
 def _check_chunking(config: ChunkingConfig, path: str) -> None:
     """Validate the chunker name and parameters now, so a typo fails at load time, naming the key."""
     try:
@@ -369,8 +399,8 @@ def from_dict(data: dict[str, Any], preset: str | None = None) -> PipelineConfig
     built = build(PipelineConfig, overrides, "", dataclasses.replace(config, preset=name))
     built.models.validate("models")
     built.limits.validate("limits")
-    if built.retrieval.windows not in range(2, 513) and built.retrieval.windows != 0:
-        raise ConfigError(f"retrieval.windows: 0 (off) or 2 to 512 tokens, got {built.retrieval.windows}")
+    built.retrieval.validate("retrieval")
+    built.store.validate("store")
     _check_chunking(built.chunking, "chunking")
     return dataclasses.replace(built, models=built.models.with_env())
 

@@ -13,7 +13,6 @@ windows the graph of the chunks' vectors proposes candidates that are scored exa
 from __future__ import annotations
 
 import importlib.util
-import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ import numpy.typing as npt
 from chunkwise.blas import one_blas_thread
 from chunkwise.errors import ConfigError
 from chunkwise.models.protocols import Vectors
-from chunkwise.store.sidecar import Keys, stamp_state, write_stamp
+from chunkwise.store.sidecar import Keys, content_digest, publish, scratch_path, stamp_state
 
 #: The saved graph and its stamp, beside the database.
 GRAPH, STAMP = "hnsw.usearch", "hnsw.json"
@@ -63,11 +62,18 @@ def unit_means(vectors: Vectors, owners: npt.ArrayLike, count: int) -> Vectors:
 
 
 def top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
-    """Indices of the ``k`` highest scores, best first."""
-    if k >= scores.size:
-        return np.argsort(-scores, kind="stable")
-    part = np.argpartition(-scores, k)[:k]
-    return part[np.argsort(-scores[part], kind="stable")]
+    """Indices of the ``k`` highest scores, best first, ties in index order (keys are sorted, so a tie
+    goes to the lower chunk key, as PostgreSQL's ``ORDER BY best DESC, chunk_key`` has it: two copies of
+    a text rank alike in both stores, and the top 1 is the first of the top 4)."""
+    if k <= 0:
+        return np.empty(0, dtype=np.intp)
+    cut = -np.partition(-scores, k - 1)[k - 1] if k < scores.size else np.nan  # the k-th highest score
+    if np.isnan(cut):  # every score wanted (or too few are numbers): sort them all
+        return np.argsort(-scores, kind="stable")[:k]
+    above = np.flatnonzero(scores > cut)
+    tied = np.flatnonzero(scores == cut)[: k - above.size]
+    chosen = np.concatenate([above, tied])
+    return chosen[np.argsort(-scores[chosen], kind="stable")]
 
 
 class DenseIndex:
@@ -85,6 +91,7 @@ class DenseIndex:
         *,
         save: bool = True,
         windows: tuple[Keys, Vectors] | None = None,
+        store: str = "",
     ) -> None:
         self.keys = keys
         self.matrix = matrix
@@ -92,6 +99,9 @@ class DenseIndex:
         self.directory = directory
         self.save = save
         self.owners, self.windows = windows if windows is not None else (_no_keys(), _no_rows(matrix))
+        if self.owners.size and np.any(np.diff(self.owners) < 0):  # each chunk's windows together
+            order = np.argsort(self.owners, kind="stable")
+            self.owners, self.windows = self.owners[order], self.windows[order]
         # each run of windows of one chunk: where it starts, and the row of its chunk
         changes = np.flatnonzero(np.diff(self.owners)) + 1 if self.owners.size else self.owners
         self._runs = np.concatenate([[0], changes]).astype(np.intp) if self.owners.size else changes
@@ -100,6 +110,7 @@ class DenseIndex:
         self._run_order = np.argsort(self.owners[self._runs], kind="stable")
         self._run_keys = self.owners[self._runs][self._run_order]
         self._run_ends = np.append(self._runs[1:], self.owners.size).astype(np.intp)
+        self.store = store
         self._hnsw: Any = None
 
     def __len__(self) -> int:
@@ -116,7 +127,7 @@ class DenseIndex:
 
     def exact(self, query: Vectors, k: int) -> list[tuple[int, float]]:
         """The ``k`` nearest chunk keys by cosine (vectors are unit length), exactly."""
-        if not len(self):
+        if not len(self) or k <= 0:
             return []
         with one_blas_thread():
             scores = self.matrix @ query.astype(np.float32)
@@ -146,7 +157,7 @@ class DenseIndex:
         each then scored exactly by its best vector, whole or window: a chunk's vector pooled from its
         windows (``retrieval.embed_whole = false``) lies near each of them, so the graph proposes the
         chunks its windows bring near (``bench/windows_search.py`` measures how many it finds)."""
-        if not approximate or not len(self):
+        if not approximate or not len(self) or k <= 0:
             return self.exact(query, k)
         vector = query.astype(np.float32)
         if not self.owners.size:
@@ -176,8 +187,9 @@ class DenseIndex:
         return vectors
 
     def graph(self) -> Any:
-        """The HNSW graph: the saved one when its stamp says it is this generation's and intact, else
-        built from the vectors (and saved, unless the store is read-only)."""
+        """The HNSW graph: the saved one when its stamp says it is this generation's and intact (the bytes
+        checked are the bytes loaded), else built from the vectors (and saved, unless the store is
+        read-only)."""
         if self._hnsw is not None:
             return self._hnsw
         index_class = _usearch_index()
@@ -186,20 +198,34 @@ class DenseIndex:
             ndim=self.matrix.shape[1], metric="cos", dtype="f32", expansion_search=EXPANSION_SEARCH
         )
         variant = POOLED_GRAPH if self.owners.size else ""
-        if stamp_state(stamp, self.generation, self.keys, path, variant).usable:
-            index.load(str(path))
+        saved = _read(path)
+        found = {GRAPH: content_digest(saved)} if saved is not None else {}
+        if (
+            saved is not None
+            and stamp_state(
+                stamp, self.generation, self.keys, path, variant, store=self.store, found=found
+            ).usable
+        ):
+            index.load(saved)
         else:
             vectors = self.graph_vectors()
             index.add(self.keys[:SERIAL_START], vectors[:SERIAL_START], threads=1)
             if len(self) > SERIAL_START:
                 index.add(self.keys[SERIAL_START:], vectors[SERIAL_START:])
             if self.save:
-                tmp = path.with_name(GRAPH + ".tmp")
-                index.save(str(tmp))
-                os.replace(tmp, path)
-                write_stamp(stamp, self.generation, self.keys, path, variant)
+                built = scratch_path(path)
+                index.save(str(built))
+                publish(built, path, stamp, self.generation, self.keys, variant=variant, store=self.store)
         self._hnsw = index
         return index
+
+
+def _read(path: Path) -> bytes | None:
+    """The bytes of ``path``, ``None`` when it cannot be read."""
+    try:
+        return path.read_bytes()
+    except OSError:
+        return None
 
 
 def _usearch_index() -> Any:

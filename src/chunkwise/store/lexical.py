@@ -15,7 +15,6 @@ float32 scores.
 
 from __future__ import annotations
 
-import os
 import shutil
 from collections.abc import Callable, Iterable
 from pathlib import Path
@@ -23,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from chunkwise.store.sidecar import Keys, stamp_state, write_stamp
+from chunkwise.store.sidecar import Keys, publish, scratch_path, stamp_state
 from chunkwise.terms import K1, B, search_terms
 
 #: The saved index (a folder) and its stamp, beside the database.
@@ -47,28 +46,34 @@ class LexicalIndex:
         rows: Callable[[], Iterable[tuple[int, str]]],
         *,
         save: bool = True,
+        store: str = "",
     ) -> LexicalIndex:
-        """The index saved in ``directory`` when its stamp says it covers ``keys`` of ``generation``
-        intact, else one built from ``rows()`` (``(chunk key, analysed terms joined by spaces)`` pairs)
-        and, with ``save``, saved there for other processes (a read-only store keeps it in memory)."""
+        """The index saved in ``directory`` when its stamp says it covers ``keys`` of ``generation`` of
+        database ``store`` intact, else one built from ``rows()`` (``(chunk key, analysed terms joined by
+        spaces)`` pairs) and, with ``save``, saved there for other processes (a read-only store keeps it
+        in memory). A saved index that another process replaces while this one loads it is built again
+        rather than trusted: what was loaded must cover ``keys``."""
         import bm25s
 
         folder, stamp = directory / FOLDER, directory / STAMP
-        if stamp_state(stamp, generation, keys, folder).usable:
-            saved = np.load(folder / "keys.npy")
-            return cls(saved, bm25s.BM25.load(str(folder), show_progress=False), generation)
+        if stamp_state(stamp, generation, keys, folder, store=store).usable:
+            try:
+                saved = np.load(folder / "keys.npy")
+                retriever = bm25s.BM25.load(str(folder), show_progress=False)
+            except (OSError, ValueError):
+                saved = None
+            if saved is not None and np.array_equal(saved, keys):
+                return cls(saved, retriever, generation)
         pairs = list(rows())
         built = np.array([key for key, _ in pairs], dtype=np.int64)
         retriever = bm25s.BM25(k1=K1, b=B, method="robertson")
         retriever.index([text.split() for _, text in pairs], show_progress=False)
         if save:
-            tmp = directory / "bm25s.tmp"
+            tmp = scratch_path(folder)
             shutil.rmtree(tmp, ignore_errors=True)
             retriever.save(str(tmp), show_progress=False)
             np.save(tmp / "keys.npy", built)
-            shutil.rmtree(folder, ignore_errors=True)
-            os.replace(tmp, folder)
-            write_stamp(stamp, generation, built, folder)
+            publish(tmp, folder, stamp, generation, built, store=store)
         return cls(built, retriever, generation)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:

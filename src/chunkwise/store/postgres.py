@@ -144,6 +144,9 @@ SELECT chunk_key, max(score) AS best FROM (
 
 #: How many nearest vectors per wanted hit each HNSW index (whole vectors, windows) proposes.
 WINDOW_CANDIDATES = 4
+#: pgvector's bound on ``hnsw.ef_search``: a search wanting more candidates (``k`` above 250) scans the
+#: graph iteratively (pgvector 0.8's ``hnsw.iterative_scan``) instead of asking for a breadth it refuses.
+MAX_EF_SEARCH = 1000
 
 #: Dense search through the HNSW indexes: the chunks of the ``%(n)s`` nearest whole vectors and of the
 #: ``%(n)s`` nearest windows, each then scored by its best cosine, whole or window, exactly.
@@ -881,7 +884,9 @@ class PostgresStore:
         with self._conn() as conn, conn.transaction():
             if self._approximate(conn):
                 breadth = max(int(self._settings.hnsw_ef_search), k * WINDOW_CANDIDATES)
-                conn.execute(f"SET LOCAL hnsw.ef_search = {breadth}")
+                conn.execute(f"SET LOCAL hnsw.ef_search = {min(breadth, MAX_EF_SEARCH)}")
+                if breadth > MAX_EF_SEARCH:  # the scan goes on past ef_search until LIMIT is met
+                    conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
                 sql = _DENSE_HNSW
             else:
                 conn.execute("SET LOCAL enable_indexscan = off")

@@ -1,19 +1,30 @@
 """Stamps of the indexes kept beside the database (the bm25s index, the HNSW graph).
 
 A sidecar index is a cache of one store generation: it is built from the database's rows, saved next to
-it, and reused by any process that finds it current. Its stamp (a small JSON file) says which generation
-it was built for, a digest of the chunk keys it covers (so a sidecar left by an earlier database in the
-same directory is not taken for this one's when the generations happen to match) and a digest of each of
-its files (so a truncated or overwritten file is rebuilt instead of being loaded: a graph library reading
-a damaged file can crash the process). :func:`stamp_state` says whether a saved sidecar can be used and,
-when it claims to be current but is not, why, which ``check()`` reports.
+it, and reused by any process that finds it current. Its stamp (a small JSON file) says which database
+(its random ``store`` id: a sidecar left by an earlier database in the same directory is not taken for
+this one's, although a new database numbers its generations and chunk keys from 1 again) and which
+generation it was built for, a digest of the chunk keys it covers and a digest of each of its files (so
+a truncated or overwritten file is rebuilt instead of being loaded: a graph library reading a damaged
+file can crash the process). :func:`stamp_state` says whether a saved sidecar can be used and, when it
+claims to be current but is not, why, which ``check()`` reports.
+
+Several processes may build the same sidecar at once (server workers sharing a store). :func:`publish`
+lets each build under a name of its own, digests what it built before moving it into place and writes
+the stamp last, through a name of its own too: a stamp only ever vouches for the bytes its writer built,
+so an interleaving of two saves at worst leaves a stamp that does not match the file, and the sidecar is
+built again. A reader that checks a file's digest and then loads it should load the bytes it checked
+(``found``), not read the path twice.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Sequence
+import os
+import shutil
+import threading
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,6 +41,11 @@ def keys_digest(keys: Keys) -> str:
     return hashlib.sha256(np.ascontiguousarray(keys, dtype=np.int64).tobytes()).hexdigest()
 
 
+def content_digest(data: bytes) -> str:
+    """The SHA-256 of bytes read whole, as :func:`file_digest` gives it for a file holding them."""
+    return hashlib.sha256(data).hexdigest()
+
+
 def file_digest(path: Path) -> str:
     """The SHA-256 of a file, read in blocks."""
     digest = hashlib.sha256()
@@ -44,14 +60,44 @@ def sidecar_files(path: Path) -> list[Path]:
     return sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path]
 
 
-def write_stamp(stamp: Path, generation: int, keys: Keys, saved: Path, variant: str = "") -> None:
-    """Record that the sidecar saved at ``saved`` covers ``keys`` of ``generation``, built as ``variant``
-    says (when an index can be built from the same rows in more than one way)."""
-    files = {str(f.relative_to(saved.parent)): file_digest(f) for f in sidecar_files(saved)}
-    body = {"generation": generation, "size": int(keys.size), "keys": keys_digest(keys), "files": files}
+def file_digests(root: Path, name: str) -> dict[str, str]:
+    """The digest of each file of the sidecar at ``root`` (a file, or a folder's files), named as they
+    are once the sidecar is saved as ``name``: ``name`` itself, or ``name/<path in the folder>``."""
+    return {
+        name if file == root else f"{name}/{file.relative_to(root).as_posix()}": file_digest(file)
+        for file in sidecar_files(root)
+    }
+
+
+def scratch_path(saved: Path) -> Path:
+    """A name beside ``saved`` that only this process and thread build under."""
+    return saved.with_name(f"{saved.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+
+
+def publish(
+    built: Path, saved: Path, stamp: Path, generation: int, keys: Keys, *, variant: str = "", store: str = ""
+) -> None:
+    """Move the sidecar built at ``built`` (a :func:`scratch_path`) to ``saved`` and stamp it as covering
+    ``keys`` of ``generation`` of database ``store``, built as ``variant`` says (when an index can be
+    built from the same rows in more than one way). The digests are taken of what was built, before the
+    move, and the stamp is written last, whole (see the module docstring)."""
+    files = file_digests(built, saved.name)
+    body: dict[str, object] = {
+        "generation": generation,
+        "size": int(keys.size),
+        "keys": keys_digest(keys),
+        "files": files,
+    }
     if variant:
         body["variant"] = variant
-    stamp.write_text(json.dumps(body, sort_keys=True), encoding="utf-8")
+    if store:
+        body["store"] = store
+    if built.is_dir():
+        shutil.rmtree(saved, ignore_errors=True)
+    os.replace(built, saved)
+    written = scratch_path(stamp)
+    written.write_text(json.dumps(body, sort_keys=True), encoding="utf-8")
+    os.replace(written, stamp)
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,27 +110,39 @@ class StampState:
     problem: str | None = None
 
 
-def stamp_state(stamp: Path, generation: int, keys: Keys, saved: Path, variant: str = "") -> StampState:
-    """Can the sidecar saved at ``saved``, stamped by ``stamp``, serve ``keys`` of ``generation``, built
-    as ``variant``?"""
-    if not stamp.exists():
-        return StampState(False)
+def stamp_state(
+    stamp: Path,
+    generation: int,
+    keys: Keys,
+    saved: Path,
+    variant: str = "",
+    *,
+    store: str = "",
+    found: Mapping[str, str] | None = None,
+) -> StampState:
+    """Can the sidecar saved at ``saved``, stamped by ``stamp``, serve ``keys`` of ``generation`` of
+    database ``store``, built as ``variant``? ``found``: the digests of the sidecar's files as the caller
+    read them (:func:`file_digests`), which it then loads; by default they are read from ``saved``."""
     try:
         body = json.loads(stamp.read_text(encoding="utf-8"))
         claimed = int(body["generation"])
         recorded: dict[str, str] = dict(body["files"])
         covered = str(body["keys"])
         built = str(body.get("variant", ""))
+        owner = str(body.get("store", ""))
+    except FileNotFoundError:
+        return StampState(False)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return StampState(False, f"{stamp.name} is unreadable ({type(exc).__name__})")
-    if claimed != generation:
-        return StampState(False)  # stale: the store has changed since, and the index is rebuilt on use
+    if claimed != generation or owner != store:
+        return StampState(False)  # stale, or another database's: rebuilt on use
     if covered != keys_digest(keys):
         return StampState(False, f"{saved.name} was built for other chunks than the store holds")
-    try:
-        found = {str(f.relative_to(saved.parent)): file_digest(f) for f in sidecar_files(saved)}
-    except OSError as exc:
-        return StampState(False, f"{saved.name} cannot be read: {exc.strerror}")
+    if found is None:
+        try:
+            found = file_digests(saved, saved.name)
+        except OSError as exc:
+            return StampState(False, f"{saved.name} cannot be read: {exc.strerror}")
     if found != recorded:
         changed = _differences(recorded, found)
         return StampState(False, f"{saved.name} does not match its stamp ({', '.join(changed)})")
@@ -93,7 +151,7 @@ def stamp_state(stamp: Path, generation: int, keys: Keys, saved: Path, variant: 
     return StampState(True)
 
 
-def _differences(recorded: dict[str, str], found: dict[str, str]) -> Sequence[str]:
+def _differences(recorded: Mapping[str, str], found: Mapping[str, str]) -> Sequence[str]:
     """The files that are missing, changed or unexpected, named."""
     missing = [f"{name} missing" for name in recorded if name not in found]
     changed = [f"{name} changed" for name in recorded if name in found and found[name] != recorded[name]]

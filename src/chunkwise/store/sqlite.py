@@ -36,6 +36,7 @@ import os
 import shutil
 import sqlite3
 import threading
+import uuid
 from collections.abc import Iterator, Sequence
 from contextlib import closing, contextmanager, suppress
 from pathlib import Path
@@ -194,6 +195,9 @@ class SQLiteStore:
         if not self._complete():  # a store made by an earlier release
             with self._write(bump=False) as db:
                 complete_schema(db)
+        if not self.store_id():  # made before stores had ids: the first writer gives it one
+            with self._write(bump=False) as db:
+                db.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
 
     def _complete(self) -> bool:
         """True when the database has the tables and triggers of this release (:func:`schema_complete`)."""
@@ -527,10 +531,17 @@ class SQLiteStore:
             except StoreError:
                 return problems  # the vectors cannot be read: reported above, and no sidecar can be checked
             for saved, stamp in SIDECARS:
-                state = stamp_state(self.directory / stamp, generation, keys, self.directory / saved)
+                state = stamp_state(
+                    self.directory / stamp, generation, keys, self.directory / saved, store=self.store_id()
+                )
                 if state.problem:
                     problems.append(state.problem)
             return problems
+
+    def store_id(self) -> str:
+        """The database's random id, which the sidecars' stamps name ("" for a store made before ids were
+        recorded and opened read-only: its sidecars are told apart by generation and keys alone)."""
+        return self._meta_or("store_id", "")
 
     def _meta_or(self, key: str, default: str) -> str:
         """A ``meta`` value, ``default`` when it is unset or cannot be read."""
@@ -596,8 +607,11 @@ class SQLiteStore:
     def _rebuild_sidecars(self) -> list[str]:
         """Delete the sidecar indexes and build again those the store's size calls for."""
         for saved, stamp in SIDECARS:
-            for name in (saved, stamp, f"{saved}.tmp"):
-                path = self.directory / name
+            for path in (
+                self.directory / saved,
+                self.directory / stamp,
+                *self.directory.glob(f"{saved}.*tmp"),
+            ):
                 if path.is_dir():
                     shutil.rmtree(path)
                 else:
@@ -643,7 +657,9 @@ class SQLiteStore:
                 ]
 
             keys = self.dense_index().keys
-            self._lexical = LexicalIndex.open(self.directory, generation, keys, rows, save=not self.read_only)
+            self._lexical = LexicalIndex.open(
+                self.directory, generation, keys, rows, save=not self.read_only, store=self.store_id()
+            )
         return self._lexical
 
     def dense_index(self) -> DenseIndex:
@@ -688,6 +704,7 @@ class SQLiteStore:
                 self.directory,
                 save=not self.read_only,
                 windows=(owners, window_matrix),
+                store=self.store_id(),
             )
             self._dense_removals = removals
         return self._dense

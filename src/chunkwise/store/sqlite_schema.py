@@ -17,6 +17,7 @@ Porter tokenizer) to these terms; a schema-1 store is upgraded when opened for w
 from __future__ import annotations
 
 import sqlite3
+import uuid
 
 from chunkwise.chunking.chunk import contextual_text
 from chunkwise.terms import index_terms
@@ -83,13 +84,15 @@ CHUNK_COLUMNS = 'chunk_key, chunk_id, doc_id, ordinal, start, "end", text, secti
 
 def create_schema(db: sqlite3.Connection, generation: int = 0) -> None:
     """Create the tables in ``db`` (an autocommit connection) in one transaction, with the schema
-    version and the store ``generation`` recorded."""
+    version, the store ``generation`` and a random ``store_id`` recorded (the id the stamps of the
+    sidecar indexes name, :mod:`.sidecar`)."""
     db.execute("BEGIN IMMEDIATE")
     for statement in SCHEMA.split(";"):
         if statement.strip():
             db.execute(statement)
     db.execute("INSERT OR REPLACE INTO meta VALUES ('schema_version', ?)", (str(SCHEMA_VERSION),))
     db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (str(generation),))
+    db.execute("INSERT OR REPLACE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
     complete_schema(db)
     db.execute("COMMIT")
 
