@@ -19,6 +19,7 @@ from hypothesis import strategies as st
 from chunkwise.errors import SchemaVersionError
 from chunkwise.store import StoreSettings
 from chunkwise.store.dense import DenseIndex
+from chunkwise.store.lexical import LexicalIndex
 from chunkwise.store.sqlite import SQLiteStore, fts_query
 from tests.support.documents import doc_from_markdown_lines
 from tests.support.store import DOC, put, requires_usearch, unit_vectors
@@ -237,6 +238,31 @@ def test_windows_stored_apart_from_their_chunks_other_windows_still_score_it(tmp
         assert dict(index.exact(query, 2))[chunk] == pytest.approx(1.0)
         assert index.window_scores(query, [chunk]) == {chunk: pytest.approx(1.0)}
     assert index.exact(e[0], 0) == index.search(e[0], 0, approximate=True) == index.exact(e[0], -1) == []
+
+
+def test_bm25s_saves_that_interleave_neither_fail_nor_leave_their_scratch(tmp_path, monkeypatch):
+    """Two workers saving the bm25s folder at once: the one whose move comes second finds the other's
+    folder in place (a folder cannot replace one that holds files), keeps its index in memory and drops
+    its copy; the saved one serves the next process."""
+    keys = np.arange(1, 41, dtype=np.int64)
+    rows = [(int(key), f"term{key} common") for key in keys]
+    real_replace, moves = os.replace, []
+
+    def replace(src, dst):
+        moves.append(dst)
+        if len(moves) == 1:  # another worker saves the same index just before this one moves its own in
+            run_in_thread(lambda: LexicalIndex.open(tmp_path, 1, keys, lambda: rows))
+        real_replace(src, dst)
+
+    monkeypatch.setattr(os, "replace", replace)
+    first = LexicalIndex.open(tmp_path, 1, keys, lambda: rows)
+    monkeypatch.undo()
+    assert first.search("term7", 1)[0][0] == 7
+    later = LexicalIndex.open(
+        tmp_path, 1, keys, lambda: pytest.fail("the saved index is loaded, not rebuilt")
+    )
+    assert later.search("term9", 1)[0][0] == 9
+    assert not list(tmp_path.glob("*.tmp"))
 
 
 def run_in_thread(work) -> None:

@@ -92,9 +92,16 @@ def publish(
         body["variant"] = variant
     if store:
         body["store"] = store
-    if built.is_dir():
-        shutil.rmtree(saved, ignore_errors=True)
-    os.replace(built, saved)
+    try:
+        if built.is_dir():  # a folder cannot be replaced while it holds files: the old one goes first
+            shutil.rmtree(saved, ignore_errors=True)
+        os.replace(built, saved)
+    except OSError:  # another process's folder moved in between: it stamps its own, this one is dropped
+        if built.is_dir():
+            shutil.rmtree(built, ignore_errors=True)
+        else:
+            built.unlink(missing_ok=True)
+        return
     written = scratch_path(stamp)
     written.write_text(json.dumps(body, sort_keys=True), encoding="utf-8")
     os.replace(written, stamp)
