@@ -217,8 +217,10 @@ def test_text_that_is_not_unicode_fails_its_document_alone(tmp_path, embedder):
     good = text_document("good.txt", "Gates close twenty minutes before departure.")
     bad = text_document("bad.txt", "Gates \udc80 close.")
     with KnowledgeBase(tmp_path / "kb", models=Models(embedder=embedder)) as kb:
+        (folder / os.fsdecode(b"vid\xe9.txt")).write_bytes(b"")
         report = kb.add([folder])
         assert report.added == [f"{folder.as_posix()}/caf\\xe9.txt"]
+        assert report.failed == [(f"{folder.as_posix()}/vid\\xe9.txt", "file is empty")]
         report = kb.add_documents([bad, good])
         assert report.failed == [
             ("bad.txt", "the document's text is not valid Unicode text: a lone surrogate at character 6")

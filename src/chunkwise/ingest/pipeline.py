@@ -318,10 +318,11 @@ def _not_unicode(doc: Document) -> str:
 
 
 def parse_one(file: Path, limits: ParseLimits) -> Document | Failure:
-    """``file`` parsed within ``limits``, or the reason it could not be."""
+    """``file`` parsed within ``limits``, or the reason it could not be, named as its document id would
+    be (:func:`~chunkwise.document.path_id`)."""
     from chunkwise.parsing import parse_file
 
-    return _attempt(str(file), partial(parse_file, file, limits=limits))
+    return _attempt(path_id(str(file)), partial(parse_file, file, limits=limits))
 
 
 def _parsed_bytes(files: Sequence[tuple[str, bytes]], limits: ParseLimits) -> Iterator[Document | Failure]:
