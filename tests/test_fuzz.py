@@ -170,7 +170,11 @@ def test_a_slide_relationship_leading_to_another_part_is_corrupt() -> None:
         "ppt/_rels/presentation.xml.rels",
         lambda xml: xml.replace(b'Target="slides/slide1.xml"', b'Target="theme/theme1.xml"'),
     )
-    with pytest.raises(CorruptFileError, match="cannot read as PPTX: 'Part' object has no attribute 'slide'"):
+    with pytest.raises(
+        CorruptFileError,
+        match=r"cannot read as PPTX: a part of the package is not shaped as PPTX requires "
+        r"\(AttributeError: 'Part' object has no attribute 'slide'\)",
+    ):
         parse_bytes(data, "theme.pptx")
 
 

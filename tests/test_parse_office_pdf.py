@@ -335,6 +335,21 @@ def test_docx_with_broken_xml_is_corrupt(tmp_path: Path) -> None:
     expect_error(path, CorruptFileError, "cannot read as DOCX")
 
 
+def test_docx_with_a_part_shaped_unlike_the_format_says_so(tmp_path: Path) -> None:
+    """``[Content_Types].xml`` without its namespace parses as XML, but python-docx then fails inside its
+    own code: the reason says that a part is malformed, not only which attribute its code lacked."""
+    path = tmp_path / "no-namespace.docx"
+    types = zipfile.ZipFile(FORMATS_DIR / "accessories.docx").read("[Content_Types].xml").decode("utf-8")
+
+    def content_types(archive: zipfile.ZipFile) -> None:
+        archive.writestr("[Content_Types].xml", types.replace(' xmlns="', ' xmlns:gone="'))
+
+    rebuild(FORMATS_DIR / "accessories.docx", path, content_types, skip="[Content_Types].xml")
+    expect_error(
+        path, CorruptFileError, "cannot read as DOCX: a part of the package is not shaped as DOCX requires"
+    )
+
+
 def test_dtd_hidden_behind_blank_space_in_an_oddly_named_part_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "hidden.docx"
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from chunkwise.errors import SchemaVersionError
 from chunkwise.store import StoreSettings
-from chunkwise.store.dense import DenseIndex
+from chunkwise.store.dense import DenseIndex, unit_means
 from chunkwise.store.lexical import LexicalIndex
 from chunkwise.store.sqlite import SQLiteStore, fts_query
 from tests.support.documents import doc_from_markdown_lines
@@ -263,6 +263,20 @@ def test_bm25s_saves_that_interleave_neither_fail_nor_leave_their_scratch(tmp_pa
     )
     assert later.search("term9", 1)[0][0] == 9
     assert not list(tmp_path.glob("*.tmp"))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.integers(0, 6), max_size=40), st.integers(0, 2**32 - 1))
+def test_unit_means_is_each_owners_normalised_mean_in_any_row_order(owners, seed):
+    """What ingest pools a chunk's vector with and the graph is built from: for owners in any order, each
+    owner's rows summed (their mean points the same way) and scaled to unit length; zeros for none."""
+    vectors = np.random.default_rng(seed).normal(size=(len(owners), 4)).astype(np.float32)
+    expected = np.zeros((7, 4))
+    for row, owner in enumerate(owners):
+        expected[owner] += vectors[row]
+    lengths = np.linalg.norm(expected, axis=1, keepdims=True)
+    expected = np.divide(expected, lengths, out=np.zeros_like(expected), where=lengths > 1e-12)
+    assert np.allclose(unit_means(vectors, owners, 7), expected, atol=1e-5)
 
 
 def run_in_thread(work) -> None:

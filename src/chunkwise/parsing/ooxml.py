@@ -228,4 +228,10 @@ def unreadable(source: str, fmt: str, exc: Exception) -> CorruptFileError:
     part, lxml syntax errors, ``ValueError``...); all of them mean the same to the caller.
     """
     detail = str(exc) or type(exc).__name__
+    if isinstance(exc, AttributeError | TypeError | IndexError):
+        # the library met a part that parses as XML but is not shaped as the format says (a missing
+        # namespace, say): its own message names an attribute of its code, not the file's fault
+        detail = (
+            f"a part of the package is not shaped as {fmt.upper()} requires ({type(exc).__name__}: {detail})"
+        )
     return CorruptFileError(source, f"cannot read as {fmt.upper()}: {detail}")
