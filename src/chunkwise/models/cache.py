@@ -17,6 +17,7 @@ import hashlib
 import json
 import sqlite3
 import threading
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -136,7 +137,27 @@ class ModelCache:
 
     def _connect(self) -> sqlite3.Connection:
         connection = sqlite3.connect(self.path, timeout=30.0, check_same_thread=False)
-        connection.execute("PRAGMA journal_mode=WAL")
-        connection.execute("PRAGMA synchronous=NORMAL")
         connection.execute("PRAGMA busy_timeout=30000")
+        _use_wal(connection)
+        connection.execute("PRAGMA synchronous=NORMAL")
         return connection
+
+
+#: How long a connection keeps trying to put a new cache in WAL mode while another process does.
+WAL_WAIT_S = 30.0
+
+
+def _use_wal(connection: sqlite3.Connection) -> None:
+    """Put the cache in WAL mode, which the file keeps: later connections find it set and change nothing.
+    Two processes creating the cache at the same moment can each find the other's lock while switching
+    (``database is locked`` at once, the busy timeout notwithstanding), so the switch is retried."""
+    deadline = time.monotonic() + WAL_WAIT_S
+    while True:
+        try:
+            if connection.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                connection.execute("PRAGMA journal_mode=WAL")
+            return
+        except sqlite3.OperationalError as exc:
+            if "locked" not in str(exc) or time.monotonic() > deadline:
+                raise
+            time.sleep(0.05)
