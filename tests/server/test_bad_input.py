@@ -46,6 +46,33 @@ def test_malformed_json_and_wrong_types(client: httpx.Client) -> None:
     _error(client.post("/v1/search", json={"query": "?!"}), 400, "query_error")
 
 
+def test_chunker_parameters_keep_their_json_types(client: httpx.Client) -> None:
+    """A chunker parameter is taken as JSON typed it, like every other field: a number or a boolean sent
+    as a string, or a boolean for a number, is a 422 naming the parameter, never read as what it spells
+    (the command line's strings are parsed; a JSON client's are not)."""
+
+    def chunk(chunker: str, **params: object) -> httpx.Response:
+        return client.post("/v1/chunk", json={"text": "a text", "chunker": chunker, "params": params})
+
+    for chunker, params in (
+        ("recursive", {"max_size": "10"}),
+        ("fixed", {"overlap": "0.5"}),
+        ("recursive", {"min_size": True}),
+        ("sentence", {"unit": 5}),
+        ("wrac", {"reprompt": "false"}),  # refused before any model is loaded
+    ):
+        [name] = params
+        message = _error(chunk(chunker, **params), 422, "invalid_request")
+        assert message.startswith(f"params: {name}: expected "), message
+    form = client.post(
+        "/v1/chunk", files=[("file", ("a.md", b"# A\n\ntext"))], data={"params": '{"max_size": "10"}'}
+    )
+    assert _error(form, 422, "invalid_request").startswith("params: max_size: expected int")
+    typed = chunk("fixed", max_size=10, overlap=0.5)  # a float where a float is expected, an int for an int
+    assert typed.status_code == 200, typed.text
+    assert typed.json()["params"]["max_size"] == 10
+
+
 def test_unknown_fields_are_refused_and_a_path_is_never_read(client: httpx.Client, tmp_path: Path) -> None:
     secret = tmp_path / "secret.md"
     secret.write_text("the launch code is 0000")

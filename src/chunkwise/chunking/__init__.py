@@ -7,7 +7,9 @@ contract of :mod:`chunkwise.chunking.enforce`.
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
+import typing
 from collections.abc import Mapping
 from typing import Any
 
@@ -16,6 +18,7 @@ from chunkwise.chunking.chunk import Chunk, ChunkBuilder, make_chunk
 from chunkwise.chunking.tokens import TokenCounter, get_counter
 from chunkwise.errors import ConfigError
 from chunkwise.models.context import Models
+from chunkwise.settings import coerce
 
 __all__ = [
     "CHUNKERS",
@@ -26,6 +29,7 @@ __all__ = [
     "Chunker",
     "ChunkerParams",
     "TokenCounter",
+    "check_param_types",
     "chunker_class",
     "get_chunker",
     "get_counter",
@@ -77,6 +81,22 @@ def normalised_params(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
     if issubclass(cls, BaseChunker):
         return parse_params(name, cls.Params, params).to_dict()
     return dict(params)
+
+
+def check_param_types(name: str, params: Mapping[str, Any]) -> None:
+    """:class:`ConfigError` naming the first of ``params`` whose value is not of the type chunker ``name``
+    declares for it, taken as given: ``"10"`` is no ``int`` and ``"false"`` no ``bool`` here, although
+    :func:`get_chunker` parses them (the command line's ``--set`` gives every value as a string). For
+    values that arrive typed, as a JSON request's do, where a number sent as a string is a client's
+    mistake to report, not to guess at. Unknown names and ranges are left to :func:`get_chunker`;
+    chunkers outside :class:`BaseChunker` declare no types and pass."""
+    cls = chunker_class(name)
+    if not issubclass(cls, BaseChunker):
+        return
+    hints = typing.get_type_hints(cls.Params)
+    for field in dataclasses.fields(cls.Params):
+        if field.name in params:
+            coerce(params[field.name], hints[field.name], field.name)
 
 
 def get_chunker(name: str, *, models: Models | None = None, **params: Any) -> Chunker:

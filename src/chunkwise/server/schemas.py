@@ -1,18 +1,21 @@
 """The JSON request bodies the server accepts, validated strictly.
 
 Every model forbids unknown fields (a ``path`` naming a file on the server is refused, never read) and
-takes JSON types as they are (``"k": "5"`` is a wrong type, not a five). Chunker parameters are checked
-twice: by :func:`check_remote_params` here, which refuses what would let a client reach the server's
-files or code, and then by the chunker itself (unknown names, values out of range).
+takes JSON types as they are (``"k": "5"`` is a wrong type, not a five). Chunker parameters are typed as
+strictly (``"max_size": "10"`` is refused with 422 naming it, although the chunker, which parses the
+command line's strings, would read it as ten), then checked twice: by :func:`check_remote_params` here,
+which refuses what would let a client reach the server's files or code, and then by the chunker itself
+(unknown names, values out of range).
 """
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic_core import PydanticCustomError
 
-from chunkwise.chunking import CHUNKERS
+from chunkwise.chunking import CHUNKERS, check_param_types
 from chunkwise.chunking.tokens import COUNTER_NAMES
 from chunkwise.errors import ConfigError
 
@@ -39,6 +42,21 @@ class ChunkOptions(Body):
     document: bool = Field(
         False, description="Also return the parsed document (text and units), to draw the chunks on it."
     )
+
+    @field_validator("params")
+    @classmethod
+    def _typed_params(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        """Each parameter of a registered chunker as JSON typed it (see the module docstring). Another
+        chunker name is refused by :func:`check_remote_params`, and so are the model parameters, whatever
+        their values."""
+        chunker = info.data.get("chunker")
+        if chunker in CHUNKERS:
+            typed = {key: value for key, value in params.items() if key not in MODEL_PARAMS}
+            try:
+                check_param_types(chunker, typed)
+            except ConfigError as exc:
+                raise PydanticCustomError("param_type", "{reason}", {"reason": str(exc)}) from None
+        return params
 
 
 class ChunkRequest(ChunkOptions):
