@@ -22,7 +22,7 @@ from chunkwise.store.dense import DenseIndex, unit_means
 from chunkwise.store.lexical import LexicalIndex
 from chunkwise.store.sqlite import SQLiteStore, fts_query
 from tests.support.documents import doc_from_markdown_lines
-from tests.support.store import DOC, put, requires_usearch, unit_vectors
+from tests.support.store import DOC, fixed_chunks, put, requires_usearch, unit_vectors
 
 
 def test_round_trip_and_consistency(tmp_path):
@@ -92,6 +92,24 @@ def test_replace_and_delete(tmp_path):
         assert store.counts() == {"documents": 0, "chunks": 0, "vectors": 0}
         assert store.bm25("refunds", 3) == []
         assert store.check() == []
+
+
+def test_only_a_write_that_changes_something_moves_the_generation(tmp_path):
+    """Readers reload their vectors (and the HNSW graph is rebuilt) when the generation moves: a delete of
+    a document not stored and a put of what is stored already change nothing, and leave it."""
+    with SQLiteStore(tmp_path / "kb") as store:
+        put(store, DOC)
+        before = store.generation()
+        assert not store.delete("absent.md")
+        assert store.generation() == before
+        chunks = fixed_chunks(DOC, 40)
+        status = store.put(
+            DOC, chunks, [""] * len(chunks), unit_vectors(len(chunks), seed=5), fingerprint="f1"
+        )
+        assert status == "skipped"  # stored meanwhile, with the same content and fingerprint
+        assert store.generation() == before
+        assert store.delete("guide.md")
+        assert store.generation() == before + 1
 
 
 def test_dense_exact_matches_numpy(tmp_path):

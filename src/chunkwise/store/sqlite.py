@@ -2,8 +2,9 @@
 
 Why SQLite: one file, no server, transactions. Ingesting a document is ONE transaction (its row, units,
 chunks, headers, vectors and BM25 postings), so a crash or ``kill -9`` leaves the whole document or none
-of it. WAL mode lets readers keep searching while one writer ingests; every write bumps a
-``generation`` counter, which tells readers (in this process or another) to reload the vector matrix.
+of it. WAL mode lets readers keep searching while one writer ingests; every write that changes the data
+bumps a ``generation`` counter, which tells readers (in this process or another) to reload the vector
+matrix (a write that finds nothing to do leaves it, so nothing is reloaded or rebuilt for it).
 
 Why FTS5 for BM25: FTS5 postings live in the same transaction as the chunks, so the lexical index can
 never disagree with the chunk table, and adding or deleting a document touches only its own rows (Okapi
@@ -317,9 +318,11 @@ class SQLiteStore:
 
     @contextmanager
     def _write(self, *, bump: bool = True) -> Iterator[sqlite3.Connection]:
-        """One write transaction (``BEGIN IMMEDIATE`` takes the writer lock at once); a data write bumps
-        the generation, so readers reload their vectors. A SQLite failure rolls it back and is raised as
-        a :class:`StoreError`."""
+        """One write transaction (``BEGIN IMMEDIATE`` takes the writer lock at once); a data write that
+        changed rows bumps the generation, so readers reload their vectors. One that changed none (a
+        delete of a document not stored, a put skipped because the document was stored meanwhile) leaves
+        it as it was: every reader would reload its vectors, and the HNSW graph be rebuilt, for nothing.
+        A SQLite failure rolls it back and is raised as a :class:`StoreError`."""
         if self.read_only:
             raise StoreError(self.location, "opened read-only: nothing can be written to it")
         with self._lock:
@@ -328,8 +331,9 @@ class SQLiteStore:
             except sqlite3.Error as exc:
                 raise self._failure(exc) from exc
             try:
+                changes = self._db.total_changes  # rows changed by this connection, triggers included
                 yield self._db
-                if bump:
+                if bump and self._db.total_changes != changes:
                     self._db.execute(
                         "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'"
                     )
@@ -359,7 +363,8 @@ class SQLiteStore:
             db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
 
     def generation(self) -> int:
-        """The number of committed writes so far (changes whenever any process writes)."""
+        """The number of committed writes that changed the data so far (moves whenever any process
+        changes it; a put skipped or a delete of nothing is no change)."""
         return int(self.meta("generation") or 0)
 
     def check_embedder(self, name: str, dim: int, version: str = "", *, record: bool = True) -> None:
