@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from chunkwise.errors import EmptyDocumentError, UnsafeContentError
-from chunkwise.parsing import markdown, parse_bytes
+from chunkwise.parsing import markdown_tokens, parse_bytes
 from chunkwise.parsing.markdown import parse_markdown
 
 SNIPPET = """\
@@ -143,7 +143,7 @@ def test_nesting_beyond_the_bound_is_refused_not_truncated() -> None:
 
 def test_table_cells_are_bounded_over_the_whole_document(monkeypatch: pytest.MonkeyPatch) -> None:
     """Every row counts its header's columns, short rows too; a table ends where another block opens."""
-    monkeypatch.setattr(markdown, "MAX_TABLE_CELLS", 12)
+    monkeypatch.setattr(markdown_tokens, "MAX_TABLE_CELLS", 12)
     three_by_four = "| a | b | c |\n|---|---|---|\n| 1 | 2 | 3 |\n| 4 |\n| 5 | 6 |\n"
     assert _rows(three_by_four + "# After\nText | with a pipe\n")[0][4].endswith("| 5 | 6 |  |")
     with pytest.raises(
