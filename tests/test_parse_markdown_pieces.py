@@ -146,3 +146,21 @@ def test_a_table_parsed_again_in_the_next_piece_counts_once(monkeypatch: pytest.
     assert [u.kind.value for u in parse_markdown(text, "two.md").units] == ["table", "paragraph", "table"]
     with pytest.raises(UnsafeContentError, match=r"more than 12 cells"):
         parse_markdown(text + table, "three.md")
+
+
+def test_a_paragraph_whose_markup_could_pass_the_token_bound_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """One line is one piece however long, so its inline run is bounded by its markup: ``*a* `` is two
+    markup characters in four, each able to begin a token. Plain words on a line as long pass."""
+    monkeypatch.setattr(markdown_tokens, "PIECE_CHARS", 100)
+    monkeypatch.setattr(markdown_tokens, "MAX_BLOCK_TOKENS", 1_000)
+    before = "# Title\n\n" + "Filler paragraph.\n\n" * 50
+    assert parse_markdown(before + "*a* " * 120 + "\n", "within.md").units[-1].text.startswith("a a a")
+    assert len(parse_markdown(before + "plain words " * 300 + "\n", "plain.md").units) == 52
+    with pytest.raises(
+        UnsafeContentError,
+        match=r"^past\.md: a Markdown paragraph of 1199 characters holding 600 markup characters, "
+        r"which could make more than 1000 parser tokens, near line 103$",
+    ):
+        parse_markdown(before + "*a* " * 300 + "\n", "past.md")
