@@ -61,6 +61,29 @@ def test_byte_order_marks_choose_the_encoding_and_are_dropped(data: bytes, encod
     assert doc.metadata["encoding"] == encoding
 
 
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize(
+    "text",
+    ["Plain English, with a résumé.\n\nSecond paragraph.", "Привет, мир! Это проверка.\n\nВторой абзац."],
+)
+def test_utf16_without_a_byte_order_mark_is_recognised(text: str, encoding: str) -> None:
+    """The NUL bytes of ASCII characters and spaces give UTF-16 away, even in Cyrillic text."""
+    for name in ("unmarked.txt", "unmarked"):
+        doc = parse_bytes(text.encode(encoding), name)
+        assert (doc.text, doc.metadata["encoding"]) == (text, encoding)
+
+
+def test_binary_with_utf16s_pattern_of_nul_bytes_is_still_binary() -> None:
+    """Sixteen-bit numbers below 256 put NUL in every high byte, as ASCII in UTF-16 does; read as
+    UTF-16 they are control characters and Latin-1 symbols, and refused as binary."""
+    numbers = bytes(value for n in range(4096) for value in ((n * 37 + 11) % 256, 0))
+    with pytest.raises(
+        EncodingError,
+        match=r"numbers\.bin: binary content, not text \(\d+ control characters when read as utf-16-le\)",
+    ):
+        decode_bytes(numbers, "numbers.bin")
+
+
 def test_legacy_western_text_is_detected_as_cp1252() -> None:
     text = "Café crème, naïve façade. Über straße.\n\nLe garçon a mangé à midi."
     doc = parse_bytes(text.encode("cp1252"), "legacy.txt")

@@ -3,15 +3,18 @@
 The order of evidence, strongest first:
 
 1. a byte-order mark (UTF-8, UTF-16 LE/BE, UTF-32 LE/BE), which is stripped;
-2. valid UTF-8, the overwhelmingly common case, decoded strictly;
-3. an encoding the document declares (an HTML ``<meta charset>``), when the bytes decode under it;
-4. cp1252 when the bytes read as plausible Western European text, else detection by charset-normalizer
+2. UTF-16 without a mark, when NUL bytes fill one byte of every pair for a good share of the text
+   (its ASCII characters and spaces) and almost never the other, and the bytes decode as UTF-16;
+3. valid UTF-8, the overwhelmingly common case, decoded strictly;
+4. an encoding the document declares (an HTML ``<meta charset>``), when the bytes decode under it;
+5. cp1252 when the bytes read as plausible Western European text, else detection by charset-normalizer
    for other legacy 8-bit and multi-byte encodings (cp1251, cp1253, Shift-JIS...).
 
 Bytes that hold valid multi-byte UTF-8 sequences *and* invalid ones are damaged UTF-8: decoding them as
 a legacy encoding would turn every accented letter into mojibake, so they are refused with an
 :class:`~chunkwise.errors.EncodingError` naming the first bad byte. Binary content (NUL bytes without a
-UTF-16/32 byte-order mark, or a decoding dense in control characters) is refused the same way. Nothing is
+UTF-16/32 byte-order mark or UTF-16's pattern, or a decoding dense in control characters) is refused the
+same way. Nothing is
 replaced or normalised: the returned text is exactly what the bytes encode, so offsets into it are
 offsets into the source.
 """
@@ -59,6 +62,14 @@ _NOT_WESTERN = re.compile(f"[^\\x00-\\x7f{_WESTERN}]")
 _MAX_ACCENTED_SHARE = 0.3
 
 
+#: UTF-16 without a byte-order mark: the least share of byte pairs whose high byte is NUL (ASCII letters,
+#: digits, spaces and line ends; a tenth is met by Cyrillic or Greek text's spaces alone) ...
+_MIN_UTF16_NUL_SHARE = 0.1
+
+#: ... and the most whose low byte is (U+0100, U+0200...: rare in text, common in binary data).
+_MAX_UTF16_LOW_NUL_SHARE = 0.01
+
+
 @dataclass(frozen=True, slots=True)
 class Decoded:
     """Decoded text and the name of the encoding that produced it (recorded in document metadata)."""
@@ -73,6 +84,20 @@ def _check_not_binary(text: str, source: str, encoding: str) -> None:
         raise EncodingError(
             source, f"binary content, not text ({controls} control characters when read as {encoding})"
         )
+
+
+def unmarked_utf16(data: bytes) -> str | None:
+    """``utf-16-le`` or ``utf-16-be`` when ``data`` has UTF-16's pattern of NUL bytes (see the
+    thresholds above) in its first 64 KB, else None. Whether it decodes is for the caller to find."""
+    if len(data) % 2:
+        return None
+    sample = data[:65536]
+    pairs = len(sample) // 2
+    even, odd = sample[0::2].count(0), sample[1::2].count(0)
+    for high, low, encoding in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
+        if high and high >= _MIN_UTF16_NUL_SHARE * pairs and low <= _MAX_UTF16_LOW_NUL_SHARE * pairs:
+            return encoding
+    return None
 
 
 def _looks_like_damaged_utf8(data: bytes) -> bool:
@@ -129,6 +154,15 @@ def decode_bytes(data: bytes, source: str, declared: str | None = None) -> Decod
                 ) from exc
             _check_not_binary(text, source, encoding)
             return Decoded(text, encoding)
+    unmarked = unmarked_utf16(data)
+    if unmarked is not None:
+        try:
+            text = data.decode(unmarked)
+        except UnicodeDecodeError:
+            pass
+        else:
+            _check_not_binary(text, source, unmarked)
+            return Decoded(text, unmarked)
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -137,7 +171,9 @@ def decode_bytes(data: bytes, source: str, declared: str | None = None) -> Decod
         _check_not_binary(text, source, "utf-8")
         return Decoded(text, "utf-8")
     if b"\x00" in data:
-        raise EncodingError(source, "binary content, not text (NUL bytes and no UTF-16/32 byte-order mark)")
+        raise EncodingError(
+            source, "binary content, not text (NUL bytes, and neither a UTF-16/32 byte-order mark nor UTF-16)"
+        )
     if _looks_like_damaged_utf8(data):
         raise EncodingError(source, f"damaged UTF-8: invalid byte at offset {first_bad}")
     if declared:

@@ -12,6 +12,7 @@ import zipfile
 from pathlib import PurePath
 
 from chunkwise.errors import CorruptFileError, UnsupportedFormatError
+from chunkwise.parsing.decoding import unmarked_utf16
 from chunkwise.parsing.formats import EXTENSIONS
 from chunkwise.parsing.ooxml import ZIP_ERRORS
 
@@ -68,6 +69,10 @@ def detect_format(data: bytes, source: str) -> str:
         raise UnsupportedFormatError(source, "zip archive of an unsupported kind")
     if _looks_like_html(data):
         return "html"
-    if b"\x00" in data[:4096] and not data.startswith((b"\xff\xfe", b"\xfe\xff")):
+    if (
+        b"\x00" in data[:4096]
+        and not data.startswith((b"\xff\xfe", b"\xfe\xff"))
+        and unmarked_utf16(data) is None
+    ):
         raise UnsupportedFormatError(source, "binary content of an unknown format")
     return "text"
