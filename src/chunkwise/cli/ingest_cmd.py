@@ -5,7 +5,9 @@ Directories are searched (recursively) for supported files. A rich progress bar 
 ``error: <file>: <reason>`` on stderr and the batch goes on (exit status 2 if any failed). Unchanged
 files are skipped, changed ones replaced. ``--ray auto|ADDRESS`` runs the same steps on a Ray cluster
 (:mod:`chunkwise.ingest.ray_ingest`). ``--json`` prints the ingest report (added, replaced, skipped,
-failed, chunks, seconds, embed_seconds) and accounting totals.
+failed, chunks, seconds, embed_seconds) and accounting totals. ``--prune`` then deletes the stored
+documents of files gone from the given directories (:mod:`chunkwise.ingest.prune`), reported as
+``pruned``.
 """
 
 from __future__ import annotations
@@ -29,8 +31,11 @@ from chunkwise.cli.kb_options import (
 )
 from chunkwise.cli.local_llm_notice import YesOption, confirm_ingest, measured
 from chunkwise.cli.terminal import error_line, json_line, markup_literal
+from chunkwise.document import path_id
 from chunkwise.ingest.paths import expand_paths
+from chunkwise.ingest.prune import stale_documents
 from chunkwise.ingest.report import IngestEvent
+from chunkwise.kb import KnowledgeBase
 from chunkwise.results import ingest_body
 
 
@@ -52,6 +57,14 @@ def ingest_command(
             "new local one) or its address; parse and chunk in tasks, embed in an actor pool.",
         ),
     ] = None,
+    prune: Annotated[
+        bool,
+        typer.Option(
+            "--prune",
+            help="Also delete the stored documents of files gone from the given directories (the store "
+            "mirrors them).",
+        ),
+    ] = False,
     yes: YesOption = False,
 ) -> None:
     """Add documents to a knowledge base (one transaction per document)."""
@@ -81,20 +94,32 @@ def ingest_command(
 
             with measured(base.models):
                 report = base.add(paths, on_progress=on_progress, ray=ray)
+        pruned = _prune(base, paths, files) if prune else []
         for source, reason in report.failed:
             error_line(f"{source}: {reason}")
         if as_json:
-            sys.stdout.write(json_line(ingest_body(report, base.models, base.store)) + "\n")
+            body = ingest_body(report, base.models, base.store)
+            sys.stdout.write(json_line({**body, "pruned": pruned} if prune else body) + "\n")
         else:
             counts = base.store.counts()
+            pruned_count = f", pruned {len(pruned)}" if prune else ""
             Console().print(
                 f"added {len(report.added)}, replaced {len(report.replaced)}, skipped {len(report.skipped)}, "
-                f"failed {len(report.failed)}; {report.chunks} chunks in {report.seconds:.1f} s "
-                f"({report.embed_seconds:.1f} s embedding). Store: {counts['documents']} documents, "
-                f"{counts['chunks']} chunks."
+                f"failed {len(report.failed)}{pruned_count}; {report.chunks} chunks in "
+                f"{report.seconds:.1f} s ({report.embed_seconds:.1f} s embedding). "
+                f"Store: {counts['documents']} documents, {counts['chunks']} chunks."
             )
     if report.failed:
         raise typer.Exit(2)
+
+
+def _prune(base: KnowledgeBase, paths: list[Path], files: list[Path]) -> list[str]:
+    """Delete the documents of files gone from the directories among ``paths`` (``files``: what the
+    ingest found in them); their ids, in order."""
+    walked = {path_id(file.as_posix()) for file in files}
+    folders = [path for path in paths if path.is_dir()]
+    stale = stale_documents((info.doc_id for info in base.store.documents()), folders, walked)
+    return [doc_id for doc_id in stale if base.delete(doc_id)]
 
 
 def register(app: typer.Typer) -> None:

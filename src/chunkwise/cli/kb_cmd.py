@@ -1,5 +1,10 @@
-"""``chunkwise kb check --kb DIR|URL`` and ``chunkwise kb repair --kb DIR|URL``: find and mend a damaged
-store.
+"""``chunkwise kb list|delete|check|repair --kb DIR|URL``: see what a knowledge base holds, remove
+documents from it, find and mend a damaged store.
+
+``list`` prints the stored documents (id, format, chunks, title) as a table, or with ``--json``
+``{"documents": [...]}`` with each one's source and content hash too. ``delete DOC_ID...`` removes
+documents and their chunks, one transaction each; an id that is not stored is an ``error:`` line and
+exit status 1, the others are deleted all the same.
 
 ``check`` reads the whole knowledge base and writes nothing. On a directory: SQLite's integrity check,
 the full-text index read whole and each of its rows against its chunk's terms, orphaned rows, every
@@ -28,9 +33,11 @@ import sys
 from typing import Annotated
 
 import typer
+from rich.console import Console
+from rich.table import Column, Table
 
 from chunkwise.cli.kb_options import RequiredKbOption
-from chunkwise.cli.terminal import json_line, printable
+from chunkwise.cli.terminal import error_line, json_line, markup_literal, printable
 from chunkwise.config import load_config
 from chunkwise.errors import ConfigError, StoreError
 from chunkwise.kb import store_settings, stored_config
@@ -38,7 +45,45 @@ from chunkwise.store import Store, StoreSettings, open_store
 
 KbJsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
 
-kb_app = typer.Typer(help="Check or repair a knowledge base.", no_args_is_help=True)
+kb_app = typer.Typer(help="List, delete, check or repair a knowledge base's documents.", no_args_is_help=True)
+
+
+@kb_app.command("list")
+def list_command(*, kb: RequiredKbOption, as_json: KbJsonOption = False) -> None:
+    """List the stored documents: id, format, chunks and title."""
+    with open_store(kb, read_only=True) as store:
+        documents = store.documents()
+    if as_json:
+        sys.stdout.write(json_line({"documents": [info.to_dict() for info in documents]}) + "\n")
+        return
+    table = Table("doc_id", "format", Column("chunks", justify="right"), "title", box=None)
+    for info in documents:
+        table.add_row(
+            *(markup_literal(cell) for cell in (info.doc_id, info.format, str(info.chunks), info.title or ""))
+        )
+    Console().print(table)
+
+
+@kb_app.command("delete")
+def delete_command(
+    doc_ids: Annotated[
+        list[str], typer.Argument(metavar="DOC_ID...", help="Ids of the documents to remove.")
+    ],
+    *,
+    kb: RequiredKbOption,
+    as_json: KbJsonOption = False,
+) -> None:
+    """Remove documents and their chunks (exit status 1 when an id is not stored)."""
+    deleted: list[str] = []
+    missing: list[str] = []
+    with open_store(kb, create=False) as store:
+        for doc_id in dict.fromkeys(doc_ids):
+            (deleted if store.delete(doc_id) else missing).append(doc_id)
+    for doc_id in missing:
+        error_line(f"{doc_id}: not stored")
+    _print({"deleted": deleted, "missing": missing}, [f"deleted {doc_id}" for doc_id in deleted], as_json)
+    if missing:
+        raise typer.Exit(1)
 
 
 @kb_app.command("check")
