@@ -264,3 +264,22 @@ def test_an_empty_or_wordless_query_is_refused(built, embedder):
         for query in ("", "   ", "?!…"):
             with pytest.raises(ValueError, match="holds no word"):
                 kb.search(query)
+
+
+def test_a_single_path_is_one_path_not_its_characters(tmp_path, embedder, monkeypatch):
+    """A ``str`` is a sequence of one-character strings: taken as a list of paths, ``"notes.md"`` would
+    ingest ``"."`` (the whole working directory) and report each letter as a missing file."""
+    work = tmp_path / "work"
+    (work / "docs").mkdir(parents=True)
+    (work / "notes.md").write_text("# Notes\n\nLounges open two hours before departure.\n", encoding="utf-8")
+    (work / "docs" / "gates.md").write_text("# Gates\n\nGates close at departure.\n", encoding="utf-8")
+    monkeypatch.chdir(work)
+    with KnowledgeBase(tmp_path / "kb", models=Models(embedder=embedder)) as kb:
+        report = kb.add("notes.md")
+        assert (report.added, report.failed) == (["notes.md"], [])
+        report = kb.add(work / "docs")
+        assert (report.added, report.failed) == ([(work / "docs" / "gates.md").as_posix()], [])
+        with pytest.raises(TypeError, match="add_bytes"):
+            kb.add(b"notes.md")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="int"):
+            kb.add([1])  # type: ignore[list-item]

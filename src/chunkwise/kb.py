@@ -16,6 +16,7 @@ budget), built from the configuration's ``[models]`` section unless one is given
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -115,24 +116,32 @@ class KnowledgeBase:
         return QueryPipeline(self.store, self.models, self.config)
 
     def add(
-        self, paths: Sequence[str | Path], on_progress: ProgressFn | None = None, *, ray: str | None = None
+        self,
+        paths: str | Path | Sequence[str | Path],
+        on_progress: ProgressFn | None = None,
+        *,
+        ray: str | None = None,
     ) -> IngestReport:
         """Parse, chunk, contextualise, embed and store files (directories are searched for supported
         files), one transaction per document. Per-file errors are in ``report.failed``; the batch goes on.
-        ``ray``: run on the Ray cluster at this address (``auto``: the current or a new local one), see
-        :mod:`chunkwise.ingest.ray_ingest`.
+        ``paths``: a list of files and directories, or one of them alone (a string is one path, never a
+        sequence of one-character paths). ``ray``: run on the Ray cluster at this address (``auto``: the
+        current or a new local one), see :mod:`chunkwise.ingest.ray_ingest`.
 
         Raises:
+            TypeError: ``paths`` is ``bytes`` (file contents go to :meth:`add_bytes`) or holds something
+                other than paths.
             BudgetExceededError: a model call would pass the run's budget (documents prepared before it
                 are stored).
             ClusterError: the Ray cluster does not answer or failed as a whole.
         """
+        named = _path_list(paths)
         self._record_config()
         if ray is not None:
             from chunkwise.ingest.ray_ingest import ray_add_files
 
-            return ray_add_files(self.ingest, self._location, paths, ray, on_progress)
-        return self.ingest.add_files(paths, on_progress)
+            return ray_add_files(self.ingest, self._location, named, ray, on_progress)
+        return self.ingest.add_files(named, on_progress)
 
     def add_bytes(
         self, files: Sequence[tuple[str, bytes]], on_progress: ProgressFn | None = None
@@ -174,3 +183,23 @@ class KnowledgeBase:
     def _record_config(self) -> None:
         """Record this knowledge base's configuration in its store, before an ingest."""
         record_config(self.store, self.config)
+
+
+def _path_list(paths: object) -> list[str | Path]:
+    """``paths`` as a list of paths: a lone ``str`` or path-like object is one path. A ``str`` is itself
+    a sequence, so iterating it would ingest each character (``"."`` the working directory, ``"/"`` the
+    whole filesystem); ``bytes`` and a sequence of anything but paths are refused for the same reason
+    (their items are numbers or other objects, not paths)."""
+    if isinstance(paths, str | os.PathLike):
+        return [paths if isinstance(paths, str) else Path(paths)]
+    if isinstance(paths, bytes | bytearray | memoryview) or not isinstance(paths, Sequence):
+        raise TypeError(
+            f"paths must be a path or a sequence of paths, not {type(paths).__name__} "
+            "(to store a file's bytes use add_bytes)"
+        )
+    named: list[str | Path] = []
+    for path in paths:
+        if not isinstance(path, str | os.PathLike):
+            raise TypeError(f"paths must hold str or path-like items, not {type(path).__name__}: {path!r}")
+        named.append(path if isinstance(path, str) else Path(path))
+    return named
