@@ -3,14 +3,23 @@ keeps exact start/end character indexes, and the retriever returns the knowledge
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import Awaitable
+from pathlib import Path
+from typing import Any
+
 import pytest
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import Document, NodeRelationship
+from llama_index.core.schema import Document, MetadataMode, NodeRelationship
 
-from chunkwise.adapters.llamaindex import ChunkwiseNodeParser, ChunkwiseRetriever
+from chunkwise.adapters.llamaindex import BOOKKEEPING_KEYS, ChunkwiseNodeParser, ChunkwiseRetriever
+from chunkwise.config import from_dict
 from chunkwise.kb import KnowledgeBase
-from tests.adapters.conftest import EVERY_CHUNKER, TEXT
+from chunkwise.models import Models
+from tests.adapters.conftest import EVERY_CHUNKER, REPO, TEXT
+from tests.support.openai_server import OpenAIServer, Reply
 
 
 @pytest.mark.parametrize("chunker", EVERY_CHUNKER)
@@ -49,3 +58,94 @@ def test_retriever_returns_hits_with_offsets_and_scores(sample_kb: KnowledgeBase
         assert (node.start_char_idx, node.end_char_idx, node.text) == (hit.start, hit.end, hit.text)
         assert node.metadata["doc_id"] == hit.doc_id
         assert node.node_id == hit.chunk_id
+
+
+def test_bookkeeping_metadata_stays_out_of_embedding_and_llm_text(sample_kb: KnowledgeBase) -> None:
+    """Ids, offsets, sizes and scores are for code, not for models: LlamaIndex prepends every metadata
+    key not excluded to what it embeds and what it shows an LLM. The source's own exclusions carry over."""
+    source = Document(text=TEXT, metadata={"source": "policy", "secret": "x"})
+    source.excluded_embed_metadata_keys = ["secret"]
+    nodes = ChunkwiseNodeParser(chunker="structure", format="markdown").get_nodes_from_documents([source])
+    for node in nodes:
+        for mode in (MetadataMode.EMBED, MetadataMode.LLM):
+            seen = node.get_metadata_str(mode)
+            assert not any(f"{key}: " in seen for key in BOOKKEEPING_KEYS), seen
+            assert "section: " in seen
+            assert "source: policy" in seen
+        assert "secret" not in node.get_metadata_str(MetadataMode.EMBED)
+        assert "chunk_id: " in node.get_metadata_str(MetadataMode.ALL)
+    results = ChunkwiseRetriever(sample_kb, k=3).retrieve("How much does extra baggage cost?")
+    for result in results:
+        node = result.node
+        for mode in (MetadataMode.EMBED, MetadataMode.LLM):
+            seen = node.get_metadata_str(mode)
+            assert not any(f"{key}: " in seen for key in BOOKKEEPING_KEYS), seen
+            assert f"doc_id: {node.metadata['doc_id']}" in seen
+        assert node.ref_doc_id == node.metadata["doc_id"]
+        assert node.relationships[NodeRelationship.SOURCE].node_id == node.metadata["doc_id"]
+
+
+def _remote_config(server: OpenAIServer) -> dict[str, Any]:
+    """Every model on ``server`` (no cache, so each search makes its own requests)."""
+    return {
+        "models": {
+            "llm": "openai:gpt-test",
+            "embedder": "openai:emb",
+            "reranker": "rerank:rr",
+            "base_url": server.base_url,
+            "rerank_url": server.url,
+            "cache": False,
+        },
+        "chunking": {"name": "recursive", "params": {"max_size": 300}},
+    }
+
+
+async def _overlapping(calls: list[Awaitable[Any]]) -> tuple[list[Any], float, int]:
+    """The results of ``calls`` run together, the seconds they took, and how often a ticker task that
+    wakes every 20 ms ran meanwhile (none when the calls block the event loop)."""
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.02)
+            ticks += 1
+
+    task = asyncio.create_task(ticker())
+    began = time.perf_counter()
+    results = await asyncio.gather(*calls)
+    seconds = time.perf_counter() - began
+    task.cancel()
+    return results, seconds, ticks
+
+
+def test_async_entry_points_run_in_threads_and_overlap(tmp_path: Path) -> None:
+    """``aretrieve`` and ``aget_nodes_from_documents`` must not block the event loop: with the model
+    server answering each request after 0.6 s, three concurrent calls take about 0.6 s, not 1.8 s, and
+    other tasks run meanwhile; the results equal the synchronous ones."""
+    queries = ["extra baggage fees", "pets in the cabin", "flight delay compensation"]
+    with OpenAIServer() as server:
+        config = from_dict(_remote_config(server))
+        with KnowledgeBase(tmp_path / "kb", config) as kb:
+            assert kb.add([REPO / "samples" / "docs"]).failed == []
+            retriever = ChunkwiseRetriever(kb, k=3)
+            server.script(*[Reply.hang(0.6)] * 3)  # the three query embeddings
+            results, seconds, ticks = asyncio.run(_overlapping([retriever.aretrieve(q) for q in queries]))
+            assert server.pending == 0
+            assert seconds < 1.5, seconds
+            assert ticks >= 10, ticks
+            for query, nodes in zip(queries, results, strict=True):
+                expected = [(h.chunk_id, h.score) for h in kb.search(query, k=3)]
+                assert [(n.node.node_id, n.score) for n in nodes] == expected
+
+            parser = ChunkwiseNodeParser(models=Models(config.models), chunker="semantic")
+            documents = [Document(text=TEXT, doc_id=f"d{i}") for i in range(3)]
+            server.script(*[Reply.hang(0.6)] * 3)  # one sentence-embedding request per document
+            calls = [parser.aget_nodes_from_documents([d]) for d in documents]
+            results, seconds, ticks = asyncio.run(_overlapping(calls))
+            assert server.pending == 0
+            assert seconds < 1.5, seconds
+            assert ticks >= 10, ticks
+            expected_nodes = [parser.get_nodes_from_documents([d]) for d in documents]
+            for got, want in zip(results, expected_nodes, strict=True):
+                assert [(n.text, n.start_char_idx) for n in got] == [(n.text, n.start_char_idx) for n in want]

@@ -9,17 +9,36 @@ knowledge base.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.node_parser import NodeParser
 from llama_index.core.retrievers import BaseRetriever
-from llama_index.core.schema import BaseNode, Document, NodeRelationship, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import (
+    BaseNode,
+    Document,
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
 from pydantic import Field, PrivateAttr
 
 from chunkwise.adapters.common import StringChunker, chunk_metadata, hit_metadata
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models.context import Models
+
+#: Metadata this module adds for bookkeeping (ids, offsets, sizes, scores): kept on the nodes, but left
+#: out of the text LlamaIndex builds for an embedding model or an LLM, where it would only add noise.
+#: ``section``, ``doc_id`` and ``header`` say what the text is about and stay in.
+BOOKKEEPING_KEYS = ("chunk_id", "start", "end", "unit_ids", "tokens", "score", "scores")
+
+
+def _excluding(keys: Sequence[str]) -> list[str]:
+    """``keys`` (a source node's exclusions) followed by the bookkeeping keys it does not yet hold."""
+    return [*keys, *(k for k in BOOKKEEPING_KEYS if k not in keys)]
 
 
 class ChunkwiseNodeParser(NodeParser):
@@ -29,7 +48,9 @@ class ChunkwiseNodeParser(NodeParser):
     read (see :class:`~chunkwise.adapters.common.StringChunker`); read verbatim (``text``, the default),
     ``start_char_idx``/``end_char_idx`` are the chunk's exact offsets in the source text (LlamaIndex's own
     post-processing searches for the text instead and can land on an earlier copy; this parser keeps
-    the offsets the chunker computed)."""
+    the offsets the chunker computed). The source node's excluded metadata keys carry over, and
+    :data:`BOOKKEEPING_KEYS` join them, so embeddings and LLM prompts see the text, its section and the
+    source's own metadata. The async entry points chunk in a worker thread."""
 
     chunker: str = Field(default="recursive", description="A chunkwise chunker name.")
     params: dict[str, Any] = Field(default_factory=dict, description="The chunker's parameters.")
@@ -57,10 +78,19 @@ class ChunkwiseNodeParser(NodeParser):
                         start_char_idx=chunk.start if exact else None,
                         end_char_idx=chunk.end if exact else None,
                         metadata=chunk_metadata(chunk),
+                        excluded_embed_metadata_keys=_excluding(node.excluded_embed_metadata_keys),
+                        excluded_llm_metadata_keys=_excluding(node.excluded_llm_metadata_keys),
                         relationships={NodeRelationship.SOURCE: node.as_related_node_info()},
                     )
                 )
         return parsed
+
+    async def _aparse_nodes(
+        self, nodes: Sequence[BaseNode], show_progress: bool = False, **kwargs: Any
+    ) -> list[BaseNode]:
+        """:meth:`_parse_nodes` in a worker thread: chunking is CPU work and, for the model-driven
+        chunkers, model calls, which LlamaIndex's default would run on the event loop itself."""
+        return await asyncio.to_thread(self._parse_nodes, nodes, show_progress, **kwargs)
 
     def _postprocess_parsed_nodes(
         self, nodes: list[BaseNode], parent_doc_map: dict[str, Document]
@@ -79,8 +109,11 @@ class ChunkwiseNodeParser(NodeParser):
 class ChunkwiseRetriever(BaseRetriever):
     """The ``k`` best chunks of a :class:`~chunkwise.kb.KnowledgeBase` for a query, after every stage its
     configuration enables, as ``NodeWithScore`` s: each node holds the chunk's text, its offsets in its
-    document (``start_char_idx``, ``end_char_idx``) and the metadata ``doc_id``, ``chunk_id``, ``start``,
-    ``end``, ``score``, ``scores`` and ``header``; the score is the final one."""
+    document (``start_char_idx``, ``end_char_idx``), a ``SOURCE`` relationship to its document (so
+    ``ref_doc_id`` is the document id) and the metadata ``doc_id``, ``chunk_id``, ``start``, ``end``,
+    ``score``, ``scores`` and ``header``; the score is the final one. :data:`BOOKKEEPING_KEYS` are left
+    out of the node's embedding and LLM text. ``aretrieve`` searches in a worker thread, so the event
+    loop runs on and concurrent retrievals overlap."""
 
     def __init__(self, kb: KnowledgeBase, k: int = 4, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -96,8 +129,16 @@ class ChunkwiseRetriever(BaseRetriever):
                     start_char_idx=hit.start,
                     end_char_idx=hit.end,
                     metadata=hit_metadata(hit),
+                    excluded_embed_metadata_keys=list(BOOKKEEPING_KEYS),
+                    excluded_llm_metadata_keys=list(BOOKKEEPING_KEYS),
+                    relationships={NodeRelationship.SOURCE: RelatedNodeInfo(node_id=hit.doc_id)},
                 ),
                 score=hit.score,
             )
             for hit in self.kb.search(query_bundle.query_str, k=self.k)
         ]
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        """:meth:`_retrieve` in a worker thread: a search embeds the query, reads the store and may call
+        an LLM, all blocking, which LlamaIndex's default would run on the event loop itself."""
+        return await asyncio.to_thread(self._retrieve, query_bundle)
