@@ -172,3 +172,22 @@ def test_text_with_a_lone_surrogate_is_a_typed_error() -> None:
     ``UnicodeEncodeError`` from deep inside."""
     with pytest.raises(EncodingError, match="text: not valid Unicode text: a lone surrogate at character 2"):
         chunkwise.parse("a \ud800 b")
+
+
+def test_a_string_is_a_path_only_when_it_names_an_existing_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Ordinary sentences with a ``/`` or a file name in them are text, as the README promises; a string
+    naming an existing file is that file; one word ending in a supported extension that names no file is
+    a typed error (most likely a mistyped path), unless a format says to read the string itself."""
+    monkeypatch.chdir(tmp_path)
+    for sentence in ("Bags cost 50 EUR/USD each.", "Read the notes in README.md", "EUR/USD"):
+        doc = chunkwise.parse(sentence)
+        assert (doc.id, doc.text) == ("text", sentence)
+    one_line = "Check-in opens 24h before departure and/or at the desk."
+    assert [c.text for c in chunkwise.chunk(one_line)] == [one_line]
+    _write(tmp_path / "notes.md", b"# Notes\n\nGates close early.\n")
+    assert chunkwise.parse("notes.md").title == "Notes"
+    with pytest.raises(ParseError, match=r'docs/notes.md: cannot read file: no such file .*format="text"'):
+        chunkwise.parse("docs/notes.md")
+    assert chunkwise.parse("docs/notes.md", format="text").text == "docs/notes.md"

@@ -12,7 +12,7 @@ from typing import Any
 from chunkwise.chunking import get_chunker
 from chunkwise.chunking.chunk import Chunk
 from chunkwise.document import Document, lone_surrogate
-from chunkwise.errors import EncodingError
+from chunkwise.errors import EncodingError, ParseError
 from chunkwise.models.context import Models
 from chunkwise.parsing import ParseLimits, parse_bytes, parse_file
 from chunkwise.parsing.formats import EXTENSIONS
@@ -22,11 +22,22 @@ _MAX_PATH_CHARS = 4096
 
 
 def _names_a_file(text: str) -> bool:
-    """True when ``text`` reads as a file name: one line, with a supported extension or a directory part."""
+    """True when ``text`` is one line naming something that exists on disk (a file, or a directory or
+    special file that :func:`~chunkwise.parsing.parse_file` then refuses by name). Ordinary text, even
+    with a ``/`` or a file name in it (``"50 EUR/USD"``, ``"see README.md"``), names nothing there."""
     if "\n" in text or len(text) > _MAX_PATH_CHARS or not text.strip():
         return False
-    path = Path(text)
-    return path.suffix.lower() in EXTENSIONS or len(path.parts) > 1 or path.exists()
+    try:
+        return Path(text).exists()
+    except (OSError, ValueError):  # a NUL, a lone surrogate or an over-long component: no such file
+        return False
+
+
+def _looks_like_a_file_name(text: str) -> bool:
+    """True when ``text`` is one word ending in a supported extension (``report.pdf``,
+    ``docs/notes.md``): a file name with a typo, or one relative to another directory, far more likely
+    than a document of one word."""
+    return not any(c.isspace() for c in text) and Path(text).suffix.lower() in EXTENSIONS
 
 
 def parse(
@@ -39,8 +50,9 @@ def parse(
     """Parse a file, bytes, or text into a :class:`Document` with addressable units.
 
     Args:
-        source: a :class:`~pathlib.Path`; a string naming a file (one line with a supported extension
-            or a directory part); other strings are the text itself; ``bytes`` are a file's content.
+        source: a :class:`~pathlib.Path`; a string naming a file that exists; any other string is the
+            text itself, except one word ending in a supported extension (``notes.md``), refused as a
+            missing file unless a ``format`` is named; ``bytes`` are a file's content.
         format: force a format (``text``, ``markdown``, ``html``, ``pdf``, ``docx``, ``pptx``);
             otherwise it comes from the extension and the content. Text given as a string is kept
             verbatim (``text``) unless a format is named.
@@ -52,11 +64,16 @@ def parse(
 
     Raises:
         ParseError: a subclass naming the input and the reason (empty, corrupt, encrypted, too large,
-            unsafe, undecodable, unsupported).
+            unsafe, undecodable, unsupported); ``ParseError`` itself for a file that cannot be read,
+            and for a one-word string with a supported extension that names no file.
     """
     if isinstance(source, Path) or (isinstance(source, str) and _names_a_file(source)):
         return parse_file(source, fmt=format, limits=limits, doc_id=doc_id)
     if isinstance(source, str):
+        if format is None and _looks_like_a_file_name(source):
+            raise ParseError(
+                source, 'cannot read file: no such file (to parse the string itself, pass format="text")'
+            )
         at = lone_surrogate(source)
         if at is not None:
             raise EncodingError(
