@@ -191,3 +191,12 @@ def test_a_string_is_a_path_only_when_it_names_an_existing_file(
     with pytest.raises(ParseError, match=r'docs/notes.md: cannot read file: no such file .*format="text"'):
         chunkwise.parse("docs/notes.md")
     assert chunkwise.parse("docs/notes.md", format="text").text == "docs/notes.md"
+
+
+def test_a_string_is_kept_verbatim_with_a_leading_byte_order_mark() -> None:
+    """A ``str`` is already text: it is not decoded again, so a leading U+FEFF (which a decoder takes
+    for a byte-order mark) stays, and unit offsets index the given string."""
+    text = "\ufeffFirst paragraph.\n\nSecond one."
+    doc = chunkwise.parse(text)
+    assert doc.text == text
+    assert [text[u.start : u.end] for u in doc.units] == ["\ufeffFirst paragraph.", "Second one."]

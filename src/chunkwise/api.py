@@ -16,6 +16,7 @@ from chunkwise.errors import EncodingError, ParseError
 from chunkwise.models.context import Models
 from chunkwise.parsing import ParseLimits, parse_bytes, parse_file
 from chunkwise.parsing.formats import EXTENSIONS
+from chunkwise.parsing.text import text_document
 
 #: Longest string that is still taken for a file name rather than text.
 _MAX_PATH_CHARS = 4096
@@ -40,6 +41,24 @@ def _looks_like_a_file_name(text: str) -> bool:
     return not any(c.isspace() for c in text) and Path(text).suffix.lower() in EXTENSIONS
 
 
+def verbatim_document(text: str, doc_id: str = "text", limits: ParseLimits | None = None) -> Document:
+    """``text`` as a plain-text document whose :attr:`~Document.text` is ``text`` exactly, so offsets
+    index the given string. It is not encoded and decoded again: decoding would drop a leading U+FEFF
+    (taken for a byte-order mark, shifting every offset by one) and could take text full of NUL
+    characters for UTF-16 or binary data, while a ``str`` is already text.
+
+    Raises:
+        EncodingError: ``text`` holds a lone surrogate (no encoding can store it).
+        FileTooLargeError: ``text`` is longer than ``limits.max_chars``.
+        EmptyDocumentError: ``text`` holds only whitespace, or nothing.
+    """
+    at = lone_surrogate(text)
+    if at is not None:
+        raise EncodingError(doc_id, f"not valid Unicode text: a lone surrogate at character {at}")
+    (limits or ParseLimits()).check_chars(len(text), doc_id)
+    return text_document(doc_id, text, source=doc_id)
+
+
 def parse(
     source: str | Path | bytes,
     *,
@@ -55,7 +74,7 @@ def parse(
             missing file unless a ``format`` is named; ``bytes`` are a file's content.
         format: force a format (``text``, ``markdown``, ``html``, ``pdf``, ``docx``, ``pptx``);
             otherwise it comes from the extension and the content. Text given as a string is kept
-            verbatim (``text``) unless a format is named.
+            verbatim (``text``, see :func:`verbatim_document`) unless another format is named.
         doc_id: the document id (default: the path, or ``"text"``/``"bytes"``).
         limits: size and nesting limits (:class:`~chunkwise.parsing.ParseLimits` defaults).
 
@@ -74,12 +93,14 @@ def parse(
             raise ParseError(
                 source, 'cannot read file: no such file (to parse the string itself, pass format="text")'
             )
+        if format in (None, "text"):
+            return verbatim_document(source, doc_id or "text", limits)
         at = lone_surrogate(source)
         if at is not None:
             raise EncodingError(
                 doc_id or "text", f"not valid Unicode text: a lone surrogate at character {at}"
             )
-        return parse_bytes(source.encode("utf-8"), doc_id or "text", fmt=format or "text", limits=limits)
+        return parse_bytes(source.encode("utf-8"), doc_id or "text", fmt=format, limits=limits)
     return parse_bytes(source, doc_id or "bytes", fmt=format, limits=limits)
 
 

@@ -56,3 +56,13 @@ def test_markdown_splitting_keeps_section_paths_and_splits_documents() -> None:
     assert all(d.metadata["id"] == 7 for d in docs)
     # Read as Markdown, offsets index the parsed text, not the given one: no start_index is claimed.
     assert all("start_index" not in d.metadata and d.metadata["end"] > d.metadata["start"] for d in docs)
+
+
+def test_a_leading_byte_order_mark_keeps_offsets_exact() -> None:
+    """Text read with ``encoding="utf-8"`` keeps a leading U+FEFF; it is part of the string, so it stays
+    in the document and offsets into the string stay exact (decoding bytes would drop it)."""
+    text = "\ufeff" + TEXT
+    docs = ChunkwiseTextSplitter("recursive", max_size=60, min_size=0).create_documents([text])
+    assert len(docs) > 2
+    for doc in docs:
+        assert text[doc.metadata["start_index"] : doc.metadata["end_index"]] == doc.page_content

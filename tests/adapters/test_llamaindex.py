@@ -60,6 +60,17 @@ def test_retriever_returns_hits_with_offsets_and_scores(sample_kb: KnowledgeBase
         assert node.node_id == hit.chunk_id
 
 
+def test_a_leading_byte_order_mark_keeps_offsets_exact() -> None:
+    """A leading U+FEFF is part of the node's text: character indexes into it stay exact."""
+    text = "\ufeff" + TEXT
+    nodes = ChunkwiseNodeParser(params={"max_size": 60, "min_size": 0}).get_nodes_from_documents(
+        [Document(text=text)]
+    )
+    assert len(nodes) > 2
+    for node in nodes:
+        assert text[node.start_char_idx : node.end_char_idx] == node.text
+
+
 def test_bookkeeping_metadata_stays_out_of_embedding_and_llm_text(sample_kb: KnowledgeBase) -> None:
     """Ids, offsets, sizes and scores are for code, not for models: LlamaIndex prepends every metadata
     key not excluded to what it embeds and what it shows an LLM. The source's own exclusions carry over."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from chunkwise.api import verbatim_document
 from chunkwise.chunking import Chunk, get_chunker
 from chunkwise.models.context import Models
 from chunkwise.parsing import parse_bytes
@@ -28,7 +29,10 @@ class StringChunker:
         self.chunker = get_chunker(name, models=models if models is not None else Models(), **params)
 
     def chunks(self, text: str, doc_id: str = "text") -> list[Chunk]:
-        """The chunks of ``text``, in order, with exact offsets."""
+        """The chunks of ``text``, in order, with exact offsets (read verbatim, offsets in ``text``
+        itself: a leading U+FEFF is kept, see :func:`~chunkwise.api.verbatim_document`)."""
+        if self.verbatim:
+            return self.chunker.chunk(verbatim_document(text, doc_id))
         return self.chunker.chunk(parse_bytes(text.encode("utf-8"), doc_id, fmt=self.format))
 
 
