@@ -66,3 +66,17 @@ def test_a_leading_byte_order_mark_keeps_offsets_exact() -> None:
     assert len(docs) > 2
     for doc in docs:
         assert text[doc.metadata["start_index"] : doc.metadata["end_index"]] == doc.page_content
+
+
+def test_blank_texts_give_no_chunks_and_do_not_abort_the_batch() -> None:
+    """LangChain's own splitters return nothing for an empty or blank text; so does this one, in every
+    entry point, whatever the format."""
+    for fmt in ("text", "markdown", "html"):
+        splitter = ChunkwiseTextSplitter("recursive", format=fmt, max_size=200)
+        assert splitter.split_text("") == []
+        assert splitter.split_text("  \n\t ") == []
+        docs = splitter.create_documents(["", TEXT, " \n "], metadatas=[{"n": 0}, {"n": 1}, {"n": 2}])
+        assert docs
+        assert {d.metadata["n"] for d in docs} == {1}
+        split = splitter.split_documents([Document(page_content=""), Document(page_content=TEXT)])
+        assert [d.page_content for d in split] == [d.page_content for d in docs]

@@ -71,6 +71,15 @@ def test_a_leading_byte_order_mark_keeps_offsets_exact() -> None:
         assert text[node.start_char_idx : node.end_char_idx] == node.text
 
 
+def test_blank_documents_give_no_nodes_and_do_not_abort_the_batch() -> None:
+    """LlamaIndex's own splitters give nothing for an empty or blank document and carry on."""
+    parser = ChunkwiseNodeParser(params={"max_size": 200})
+    documents = [Document(text=""), Document(text=TEXT), Document(text="  \n ")]
+    nodes = parser.get_nodes_from_documents(documents)
+    assert nodes
+    assert {n.ref_doc_id for n in nodes} == {documents[1].doc_id}
+
+
 def test_bookkeeping_metadata_stays_out_of_embedding_and_llm_text(sample_kb: KnowledgeBase) -> None:
     """Ids, offsets, sizes and scores are for code, not for models: LlamaIndex prepends every metadata
     key not excluded to what it embeds and what it shows an LLM. The source's own exclusions carry over."""

@@ -30,7 +30,11 @@ class StringChunker:
 
     def chunks(self, text: str, doc_id: str = "text") -> list[Chunk]:
         """The chunks of ``text``, in order, with exact offsets (read verbatim, offsets in ``text``
-        itself: a leading U+FEFF is kept, see :func:`~chunkwise.api.verbatim_document`)."""
+        itself: a leading U+FEFF is kept, see :func:`~chunkwise.api.verbatim_document`). A text that is
+        empty or only whitespace has none, as with the frameworks' own splitters, so one blank text does
+        not abort a batch."""
+        if not text.strip():
+            return []
         if self.verbatim:
             return self.chunker.chunk(verbatim_document(text, doc_id))
         return self.chunker.chunk(parse_bytes(text.encode("utf-8"), doc_id, fmt=self.format))
