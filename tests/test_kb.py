@@ -12,6 +12,7 @@ import pytest
 
 from chunkwise import config as config_module
 from chunkwise.config import ChunkingConfig, from_dict
+from chunkwise.errors import QueryError
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from chunkwise.parsing.text import text_document
@@ -283,3 +284,12 @@ def test_a_single_path_is_one_path_not_its_characters(tmp_path, embedder, monkey
             kb.add(b"notes.md")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="int"):
             kb.add([1])  # type: ignore[list-item]
+
+
+def test_a_k_below_one_is_refused(built, embedder):
+    """``k=-1`` used to return every hit but the last (a ``[:k]`` slice), ``k=0`` none, silently."""
+    path, _ = built
+    with KnowledgeBase(path, models=Models(embedder=embedder)) as kb:
+        for k in (0, -1):
+            with pytest.raises(QueryError, match=f"k must be at least 1, got {k}"):
+                kb.search("baggage", k=k)

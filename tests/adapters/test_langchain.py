@@ -4,12 +4,16 @@ chunker at exact offsets."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import TextSplitter
+from pydantic import ValidationError
 
 from chunkwise.adapters.langchain import ChunkwiseRetriever, ChunkwiseTextSplitter
+from chunkwise.errors import QueryError
 from chunkwise.kb import KnowledgeBase
 from tests.adapters.conftest import EVERY_CHUNKER, TEXT
 
@@ -80,3 +84,19 @@ def test_blank_texts_give_no_chunks_and_do_not_abort_the_batch() -> None:
         assert {d.metadata["n"] for d in docs} == {1}
         split = splitter.split_documents([Document(page_content=""), Document(page_content=TEXT)])
         assert [d.page_content for d in split] == [d.page_content for d in docs]
+
+
+def test_a_call_may_ask_for_another_number_of_hits(sample_kb: KnowledgeBase) -> None:
+    """As with LangChain's vector-store retrievers, ``invoke(query, k=...)`` is honoured (sync and
+    async), not silently ignored; a ``k`` below 1 is refused, here and in the field."""
+    query = "How much does extra baggage cost?"
+    retriever = ChunkwiseRetriever(kb=sample_kb, k=3)
+    expected = [h.chunk_id for h in sample_kb.search(query, k=1)]
+    assert [d.metadata["chunk_id"] for d in retriever.invoke(query, k=1)] == expected
+    assert [d.metadata["chunk_id"] for d in asyncio.run(retriever.ainvoke(query, k=1))] == expected
+    assert len(retriever.invoke(query)) == 3
+    for bad in (0, -1):
+        with pytest.raises(QueryError, match="k must be at least 1"):
+            retriever.invoke(query, k=bad)
+        with pytest.raises(ValidationError):
+            ChunkwiseRetriever(kb=sample_kb, k=bad)

@@ -16,6 +16,7 @@ from llama_index.core.schema import Document, MetadataMode, NodeRelationship
 
 from chunkwise.adapters.llamaindex import BOOKKEEPING_KEYS, ChunkwiseNodeParser, ChunkwiseRetriever
 from chunkwise.config import from_dict
+from chunkwise.errors import ConfigError, QueryError
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from tests.adapters.conftest import EVERY_CHUNKER, REPO, TEXT
@@ -78,6 +79,15 @@ def test_blank_documents_give_no_nodes_and_do_not_abort_the_batch() -> None:
     nodes = parser.get_nodes_from_documents(documents)
     assert nodes
     assert {n.ref_doc_id for n in nodes} == {documents[1].doc_id}
+
+
+def test_a_k_below_one_is_refused(sample_kb: KnowledgeBase) -> None:
+    """``[:k]`` with ``k`` of -1 would silently drop the last hit instead of returning none or all."""
+    for bad in (0, -1):
+        with pytest.raises(ConfigError, match="k must be at least 1"):
+            ChunkwiseRetriever(sample_kb, k=bad)
+        with pytest.raises(QueryError, match="k must be at least 1"):
+            sample_kb.search("extra baggage fees", k=bad)
 
 
 def test_bookkeeping_metadata_stays_out_of_embedding_and_llm_text(sample_kb: KnowledgeBase) -> None:

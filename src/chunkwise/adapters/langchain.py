@@ -9,10 +9,11 @@ every chunker.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForRetrieverRun
+from langchain_core.callbacks import AsyncCallbackManagerForRetrieverRun, CallbackManagerForRetrieverRun
 from langchain_core.documents import Document
 from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import TextSplitter
@@ -27,7 +28,9 @@ class ChunkwiseRetriever(BaseRetriever):
     """The ``k`` best chunks of a :class:`~chunkwise.kb.KnowledgeBase` for a query, after every stage the
     knowledge base's configuration enables, as LangChain ``Document`` s: ``page_content`` is the chunk's
     text and ``metadata`` holds ``doc_id``, ``chunk_id``, ``start``, ``end``, ``score``, ``scores`` (per
-    stage) and ``header``."""
+    stage) and ``header``. A call may ask for another number of hits, as LangChain's vector-store
+    retrievers allow: ``invoke(query, k=2)``; a ``k`` below 1 raises
+    :class:`~chunkwise.errors.QueryError`, any other keyword a ``TypeError``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -35,11 +38,18 @@ class ChunkwiseRetriever(BaseRetriever):
     k: int = Field(default=4, ge=1)
 
     def _get_relevant_documents(
-        self, query: str, *, run_manager: CallbackManagerForRetrieverRun
+        self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        return [
-            Document(page_content=h.text, metadata=hit_metadata(h)) for h in self.kb.search(query, k=self.k)
-        ]
+        hits = self.kb.search(query, k=self.k if k is None else k)
+        return [Document(page_content=h.text, metadata=hit_metadata(h)) for h in hits]
+
+    async def _aget_relevant_documents(
+        self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None
+    ) -> list[Document]:
+        """:meth:`_get_relevant_documents` in a worker thread (LangChain's default would drop ``k``)."""
+        return await asyncio.to_thread(
+            self._get_relevant_documents, query, run_manager=run_manager.get_sync(), k=k
+        )
 
 
 class ChunkwiseTextSplitter(TextSplitter):

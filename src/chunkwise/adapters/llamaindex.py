@@ -27,6 +27,7 @@ from llama_index.core.schema import (
 from pydantic import Field, PrivateAttr
 
 from chunkwise.adapters.common import StringChunker, chunk_metadata, hit_metadata
+from chunkwise.errors import ConfigError
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models.context import Models
 
@@ -116,6 +117,9 @@ class ChunkwiseRetriever(BaseRetriever):
     loop runs on and concurrent retrievals overlap."""
 
     def __init__(self, kb: KnowledgeBase, k: int = 4, **kwargs: Any) -> None:
+        """Raises :class:`~chunkwise.errors.ConfigError` when ``k`` is less than 1."""
+        if k < 1:
+            raise ConfigError(f"k must be at least 1, got {k}")
         super().__init__(**kwargs)
         self.kb = kb
         self.k = k
