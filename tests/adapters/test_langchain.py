@@ -100,3 +100,16 @@ def test_a_call_may_ask_for_another_number_of_hits(sample_kb: KnowledgeBase) -> 
             retriever.invoke(query, k=bad)
         with pytest.raises(ValidationError):
             ChunkwiseRetriever(kb=sample_kb, k=bad)
+
+
+def test_each_chunk_gets_its_own_copy_of_nested_metadata() -> None:
+    """LangChain's ``create_documents`` deep-copies a text's metadata into each chunk: editing a list in
+    one chunk's metadata must not change the other chunks' or the caller's."""
+    given = {"tags": ["policy"], "owner": {"team": "ops"}}
+    docs = ChunkwiseTextSplitter("recursive", max_size=60, min_size=0).create_documents([TEXT], [given])
+    assert len(docs) > 1
+    docs[0].metadata["tags"].append("edited")
+    docs[0].metadata["owner"]["team"] = "edited"
+    assert [d.metadata["tags"] for d in docs[1:]] == [["policy"]] * (len(docs) - 1)
+    assert {d.metadata["owner"]["team"] for d in docs[1:]} == {"ops"}
+    assert given == {"tags": ["policy"], "owner": {"team": "ops"}}

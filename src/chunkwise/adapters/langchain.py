@@ -10,6 +10,7 @@ every chunker.
 from __future__ import annotations
 
 import asyncio
+import copy
 from collections.abc import Iterable
 from typing import Any
 
@@ -77,7 +78,9 @@ class ChunkwiseTextSplitter(TextSplitter):
     def create_documents(
         self, texts: list[str], metadatas: list[dict[Any, Any]] | None = None
     ) -> list[Document]:
-        """One ``Document`` per chunk of each text, its metadata the text's own plus the chunk's."""
+        """One ``Document`` per chunk of each text, its metadata a deep copy of the text's own (as
+        LangChain's splitters make it: editing one chunk's nested values leaves the others and the
+        caller's alone) plus the chunk's."""
         given: Iterable[dict[Any, Any]] = metadatas or [{} for _ in texts]
         documents = []
         for text, metadata in zip(texts, given, strict=True):
@@ -85,5 +88,7 @@ class ChunkwiseTextSplitter(TextSplitter):
                 extra = chunk_metadata(chunk)
                 if self._chunker.verbatim:
                     extra.update(start_index=chunk.start, end_index=chunk.end)
-                documents.append(Document(page_content=chunk.text, metadata={**metadata, **extra}))
+                documents.append(
+                    Document(page_content=chunk.text, metadata={**copy.deepcopy(metadata), **extra})
+                )
         return documents
