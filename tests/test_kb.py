@@ -4,8 +4,10 @@ stage switched on and off, segments, and answers in both modes."""
 from __future__ import annotations
 
 import dataclasses
+import gc
 import os
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -20,6 +22,7 @@ from chunkwise.query.answer import NOT_FOUND
 from chunkwise.query.trace import Trace
 from tests.support.documents import doc_from_markdown_lines, format_docs
 from tests.support.fakes import FakeLLM, on_prompt
+from tests.support.openai_server import OpenAIServer
 
 QUESTION = "What is the maximum weight of a checked bag in CloudSaver economy?"
 
@@ -293,3 +296,34 @@ def test_a_k_below_one_is_refused(built, embedder):
         for k in (0, -1):
             with pytest.raises(QueryError, match=f"k must be at least 1, got {k}"):
                 kb.search("baggage", k=k)
+
+
+def _remote_models(server: OpenAIServer) -> dict:
+    return {
+        "models": {
+            "embedder": "openai:emb",
+            "llm": "openai:gpt-test",
+            "base_url": server.base_url,
+            "cache": False,
+        }
+    }
+
+
+def test_close_closes_the_model_clients_it_opened(tmp_path):
+    """Closing a knowledge base closes the HTTP clients of the remote models it built: no socket is left
+    for garbage collection to find (a ResourceWarning each). A model context given to it stays open."""
+    doc = doc_from_markdown_lines("a.md", "# A\nSome words about baggage.")
+    with OpenAIServer() as server, warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", ResourceWarning)
+        config = from_dict(_remote_models(server))
+        with KnowledgeBase(tmp_path / "kb", config) as kb:
+            kb.add_documents([doc])
+            assert kb.search("baggage", k=1)
+        del kb
+        gc.collect()
+        assert [str(w.message) for w in caught if issubclass(w.category, ResourceWarning)] == []
+        models = Models(config.models)
+        with KnowledgeBase(tmp_path / "kb", config, models=models) as kb:
+            assert kb.search("baggage", k=1)
+        assert models.embedder().embed(["still open"]).shape[0] == 1
+        models.close()

@@ -94,10 +94,14 @@ class KnowledgeBase:
         self.config: PipelineConfig = config or stored_config(self.store) or load_config()
         self.store.settings = store_settings(self.config)
         self.models = models if models is not None else Models(self.config.models)
+        self._owns_models = models is None
 
     def close(self) -> None:
-        """Close the store."""
+        """Close the store, and the model clients when this knowledge base built its model context (a
+        context given to it is the caller's to close, see :meth:`Models.close`)."""
         self.store.close()
+        if self._owns_models:
+            self.models.close()
 
     def __enter__(self) -> KnowledgeBase:
         return self

@@ -24,6 +24,7 @@ from chunkwise.models.cache import ModelCache
 from chunkwise.models.config import ModelsConfig, Price, split_spec
 from chunkwise.models.managed import Managed, ManagedEmbedder, ManagedLLM, ManagedReranker
 from chunkwise.models.protocols import LLM, Embedder, Reranker
+from chunkwise.models.remote import RemoteModel
 
 _WRAPPERS: dict[Role, type[Managed]] = {
     "embedder": ManagedEmbedder,
@@ -55,6 +56,7 @@ class Models:
         self.ledger = ledger if ledger is not None else Ledger(self.budget)
         self._cache = cache
         self._built: dict[tuple[Role, str], Any] = {}
+        self._remote: dict[tuple[Role, str], RemoteModel] = {}  # built here, each with its own client
         given: tuple[tuple[Role, Any], ...] = (("embedder", embedder), ("llm", llm), ("reranker", reranker))
         for role, model in given:
             if model is not None:
@@ -125,7 +127,19 @@ class Models:
             backend, rest = split_spec(spec or configured)
             raw = factory(role, backend)(rest, self)
             self._built[(role, key)] = self._wrap(role, raw, self.config.price(rest), self.cache)
+            if isinstance(raw, RemoteModel):
+                self._remote[(role, key)] = raw
         return self._built[(role, key)]
+
+    def close(self) -> None:
+        """Close the HTTP clients of the remote models built here, so their connections do not stay
+        open until garbage collection. Models given to the constructor or adopted belong to the caller,
+        and bundled local ones are shared by the process: they are left alone. A remote model asked for
+        afterwards is built again, with a new client."""
+        for key, model in self._remote.items():
+            del self._built[key]
+            model.close()
+        self._remote.clear()
 
     def _wrap(self, role: Role, raw: Any, price: Price, cache: ModelCache | None) -> Any:
         if role == "llm":

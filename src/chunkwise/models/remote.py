@@ -22,6 +22,10 @@ class RemoteModel:
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.model!r}, {self._client!r})"
 
+    def close(self) -> None:
+        """Close the HTTP client's connection pool (a call after it fails)."""
+        self._client.close()
+
     @property
     def name(self) -> str:
         """``<backend>:<model>``."""
