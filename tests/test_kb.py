@@ -95,7 +95,12 @@ def test_unchanged_skipped_changed_replaced_deleted(tmp_path, embedder, docs):
         assert [(e.status, e.done, e.total) for e in events] == [("replaced", 1, 1)]
         assert kb.search("zebras", k=1)[0].doc_id == docs[0].id
         assert kb.store.check() == []
+        assert [(info.doc_id, info.title) for info in kb.documents()] == sorted(
+            [(docs[0].id, "New"), (docs[1].id, docs[1].title)]
+        )
         assert kb.delete(docs[0].id)
+        assert not kb.delete(docs[0].id)
+        assert [info.doc_id for info in kb.documents()] == [docs[1].id]
         assert {h.doc_id for h in kb.search("zebras", k=5)} == {docs[1].id}
     resized = from_dict({"chunking": {"params": {"max_size": 300}}})
     with KnowledgeBase(tmp_path / "kb", resized, models=Models(embedder=embedder)) as kb:

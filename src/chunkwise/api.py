@@ -41,6 +41,14 @@ def _looks_like_a_file_name(text: str) -> bool:
     return not any(c.isspace() for c in text) and Path(text).suffix.lower() in EXTENSIONS
 
 
+def _check_unicode(text: str, doc_id: str) -> None:
+    """:class:`EncodingError` naming ``doc_id`` when ``text`` holds a lone surrogate (no encoding can
+    store it)."""
+    at = lone_surrogate(text)
+    if at is not None:
+        raise EncodingError(doc_id, f"not valid Unicode text: a lone surrogate at character {at}")
+
+
 def verbatim_document(text: str, doc_id: str = "text", limits: ParseLimits | None = None) -> Document:
     """``text`` as a plain-text document whose :attr:`~Document.text` is ``text`` exactly, so offsets
     index the given string. It is not encoded and decoded again: decoding would drop a leading U+FEFF
@@ -52,9 +60,7 @@ def verbatim_document(text: str, doc_id: str = "text", limits: ParseLimits | Non
         FileTooLargeError: ``text`` is longer than ``limits.max_chars``.
         EmptyDocumentError: ``text`` holds only whitespace, or nothing.
     """
-    at = lone_surrogate(text)
-    if at is not None:
-        raise EncodingError(doc_id, f"not valid Unicode text: a lone surrogate at character {at}")
+    _check_unicode(text, doc_id)
     (limits or ParseLimits()).check_chars(len(text), doc_id)
     return text_document(doc_id, text, source=doc_id)
 
@@ -95,11 +101,7 @@ def parse(
             )
         if format in (None, "text"):
             return verbatim_document(source, doc_id or "text", limits)
-        at = lone_surrogate(source)
-        if at is not None:
-            raise EncodingError(
-                doc_id or "text", f"not valid Unicode text: a lone surrogate at character {at}"
-            )
+        _check_unicode(source, doc_id or "text")
         return parse_bytes(source.encode("utf-8"), doc_id or "text", fmt=format, limits=limits)
     return parse_bytes(source, doc_id or "bytes", fmt=format, limits=limits)
 

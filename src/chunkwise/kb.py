@@ -32,7 +32,7 @@ from chunkwise.query.answer import Answer
 from chunkwise.query.pipeline import Hit, QueryPipeline
 from chunkwise.query.segments import Segment
 from chunkwise.query.trace import Trace
-from chunkwise.store import Store, StoreSettings, open_store
+from chunkwise.store import DocumentInfo, Store, StoreSettings, open_store
 
 #: The store setting under which a knowledge base records its configuration.
 CONFIG_META_KEY = "pipeline_config"
@@ -159,6 +159,10 @@ class KnowledgeBase:
         """Store already-parsed documents (evaluation data sets come this way)."""
         self._record_config()
         return self.ingest.add_documents(docs, on_progress)
+
+    def documents(self) -> list[DocumentInfo]:
+        """Every stored document, by id: its id, source, title, format, content hash and chunk count."""
+        return self.store.documents()
 
     def delete(self, doc_id: str) -> bool:
         """Remove a document; False if it was not stored."""

@@ -118,7 +118,7 @@ def _prune(base: KnowledgeBase, paths: list[Path], files: list[Path]) -> list[st
     ingest found in them); their ids, in order."""
     walked = {path_id(file.as_posix()) for file in files}
     folders = [path for path in paths if path.is_dir()]
-    stale = stale_documents((info.doc_id for info in base.store.documents()), folders, walked)
+    stale = stale_documents((info.doc_id for info in base.documents()), folders, walked)
     return [doc_id for doc_id in stale if base.delete(doc_id)]
 
 
