@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import re
+from collections.abc import Iterator
+
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from chunkwise.models.http_client import JsonClient
+from chunkwise.models.openai_compat import OpenAIChatLLM
+from chunkwise.models.retry import RetryPolicy
 from chunkwise.query import Candidate, Trace
 from chunkwise.query.candidate import Query
 from chunkwise.query.fusion import Fusion, minmax, rrf_fusion, weighted_fusion
@@ -13,6 +21,7 @@ from chunkwise.query.relevance import RelevanceFilter, combine_scores, dynamic_t
 from chunkwise.query.rewrite import QueryRewrite, clean_rewrite
 from chunkwise.store.protocol import StoredChunk
 from tests.support.fakes import FakeLLM, on_prompt
+from tests.support.openai_server import OpenAIServer
 
 
 def cand(name: str, vector: np.ndarray | None = None, **scores: float) -> Candidate:
@@ -72,6 +81,48 @@ def test_dynamic_threshold_golden():
     assert dynamic_threshold(clustered, epsilon=0.0001) == pytest.approx(0.52)
     assert combine_scores(0.9, 0.6, 0.3) == pytest.approx(0.6)
     assert combine_scores(1.0, 0.0, 0.0, weights=(2, 1, 1)) == pytest.approx(0.5)
+
+
+def test_dynamic_threshold_never_exceeds_the_best_score():
+    # every score equal: the rounded mean of six 0.81 is 0.8100000000000003, above all of them
+    assert dynamic_threshold([0.81] * 6) == 0.81
+    # mean + std exceeds the maximum in exact arithmetic too: 0.5333 + 0.0236 > 0.55
+    assert dynamic_threshold([0.5, 0.55, 0.55]) == 0.55
+    assert dynamic_threshold([0.03, 0.04]) == 0.04
+
+
+@given(st.lists(st.floats(0, 1), min_size=1, max_size=30), st.floats(0, 1))
+def test_dynamic_threshold_keeps_the_best_score(scores, epsilon):
+    threshold = dynamic_threshold(scores, epsilon)
+    assert threshold <= max(scores)
+
+
+def _score_in_chunk(payload: dict[str, object]) -> str:
+    """A model that reads the score each test chunk carries in its text ("text of c2=0.81")."""
+    messages = payload["messages"]
+    assert isinstance(messages, list)
+    match = re.search(r"text of c\d+=([0-9.]+)", messages[-1]["content"])
+    return match.group(1) if match else "0.5"
+
+
+@pytest.fixture(scope="module")
+def scoring_llm() -> Iterator[OpenAIChatLLM]:
+    with OpenAIServer(answer=_score_in_chunk) as server:
+        client = JsonClient(server.base_url, api_key="k", timeout=5.0, policy=RetryPolicy(max_attempts=1))
+        yield OpenAIChatLLM("m", client)
+
+
+@settings(max_examples=20, deadline=None)
+@given(st.lists(st.integers(0, 100).map(lambda i: i / 100), min_size=1, max_size=6))
+def test_relevance_filter_always_keeps_the_best_candidate(scoring_llm, scores):
+    cands = [cand(f"c{i}={score!r}") for i, score in enumerate(scores)]
+    trace = Trace()
+    kept = RelevanceFilter(scoring_llm)(Query("q"), cands, trace)
+    combined = trace.get("relevance").scores
+    best = max(combined.values())
+    assert kept
+    assert kept[0].score == best
+    assert {c.chunk_id for c in kept} >= {k for k, v in combined.items() if v == best}
 
 
 def _scores_by_chunk(table: dict[str, str]):

@@ -6,8 +6,11 @@ critic gives its own score; the three are combined into one score. The paper doe
 
 The dynamic threshold keeps the candidates scoring at least ``T``: ``T = mean`` normally, and
 ``T = mean + std`` when the scores cluster tightly (variance below ``epsilon``), which is when the mean
-alone would keep nearly everything. As an option, the LLM picks the threshold from the scores (the
-paper's threshold prompt).
+alone would keep nearly everything. ``T`` is capped at the best score, so the best candidate is always
+kept: ``mean + std`` can exceed the maximum (0.5, 0.55, 0.55 gives 0.5569), and when every score is
+equal the rounded mean can land one unit in the last place above them. As an option, the LLM picks the
+threshold from the scores (the paper's threshold prompt); that one is not capped, since a model may
+judge that no candidate is relevant.
 
 Replies that are not a number in [0, 1] are not errors: the step's score becomes ``neutral_score`` (0.5
 by default) and the reply is recorded under ``notes["unparsed"]`` in the trace, so one rambling answer
@@ -39,12 +42,14 @@ def combine_scores(base: float, reflect: float, critic: float, weights: Sequence
 
 
 def dynamic_threshold(scores: Sequence[float], epsilon: float = 0.01) -> float:
-    """``mean(S) + std(S)`` if ``var(S) < epsilon`` else ``mean(S)`` (population statistics)."""
+    """``mean(S) + std(S)`` if ``var(S) < epsilon`` else ``mean(S)`` (population statistics), at most
+    ``max(S)``: a threshold above every score would drop every candidate (see the module docstring)."""
     values = np.asarray(scores, dtype=np.float64)
     if values.size == 0:
         raise ValueError("no scores to threshold")
     mean, var = float(values.mean()), float(values.var())
-    return mean + float(np.sqrt(var)) if var < epsilon else mean
+    threshold = mean + float(np.sqrt(var)) if var < epsilon else mean
+    return min(threshold, float(values.max()))
 
 
 class RelevanceFilter:
