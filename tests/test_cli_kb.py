@@ -184,3 +184,28 @@ def test_token_budget_stops_ingest_and_leaves_only_whole_documents(data_dir, tmp
         assert len(store.documents()) < len(files)
     finally:
         store.close()
+
+
+def test_ask_past_the_token_budget_in_the_answer_step_is_an_error_not_not_found(data_dir, tmp_path):
+    """A budget that stops the answer call itself (no LLM stage before it) ends ``ask`` with the budget
+    error, not with "not found in the documents"; all models are the loopback server's, none loads."""
+    from chunkwise.config import from_dict
+    from chunkwise.kb import KnowledgeBase
+
+    reply = json.dumps({"answer": "23 kg.", "citations": []})
+    with OpenAIServer(answer=lambda request: reply) as server:
+        models = {"llm": "openai:test-model", "embedder": "openai:test-model", "base_url": server.base_url}
+        with KnowledgeBase(tmp_path / "kb", from_dict({"models": {**models, "cache": False}})) as kb:
+            assert kb.add([data_dir / "formats" / "Baggage Allowance.md"]).added
+        config = tmp_path / "remote.toml"
+        toml_models = "".join(f'{key} = "{value}"\n' for key, value in models.items())
+        config.write_text(f'[models]\n{toml_models}cache = false\n[answer]\nmode = "llm"\n', encoding="utf-8")
+        kb_args = ("--kb", str(tmp_path / "kb"), "--config", str(config), "--yes")
+        answered = run_chunkwise("ask", QUESTION, *kb_args, "--json", check=True)
+        stopped = run_chunkwise("ask", QUESTION, *kb_args, "--max-tokens", "20")
+    assert json.loads(answered.stdout)["trace"][-1]["calls"] == 1  # the answer step did call the model
+    assert stopped.returncode == 2
+    assert stopped.stderr.startswith("error: ")
+    assert "token budget exceeded" in stopped.stderr
+    assert "Traceback" not in stopped.stderr
+    assert "not found in the documents" not in stopped.stdout

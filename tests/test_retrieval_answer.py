@@ -2,12 +2,19 @@
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from chunkwise.chunking.sentences import split_sentences
 from chunkwise.chunking.tables import table_header
+from chunkwise.errors import BudgetExceededError, ModelCallError
+from chunkwise.models import Models
+from chunkwise.models.config import ModelsConfig
 from chunkwise.query import Trace
 from chunkwise.query.answer import (
     NOT_FOUND,
@@ -17,6 +24,7 @@ from chunkwise.query.answer import (
 )
 from chunkwise.query.grounding import locate_quote
 from tests.support.fakes import FakeLLM, on_prompt
+from tests.support.openai_server import OpenAIServer, Reply
 
 TEXT = "Checked bags may weigh up to 23 kg.\nOverweight bags cost\n  50 EUR each. Pets travel in the hold."
 SOURCES = [
@@ -92,6 +100,72 @@ def test_llm_answer_with_invented_quote_becomes_not_found():
     assert answer.citations == []
     assert not answer.grounding.grounded
     assert trace.get("answer").notes["model_answer"] == "Bags may weigh 40 kg."
+
+
+GROUNDED_REPLY = json.dumps(
+    {
+        "answer": "Up to 23 kg.",
+        "citations": [{"source": "S1", "quote": "Checked bags may weigh up to 23 kg."}],
+    }
+)
+
+
+@pytest.fixture
+def answer_server() -> Iterator[OpenAIServer]:
+    with OpenAIServer(answer=lambda request: GROUNDED_REPLY) as server:
+        yield server
+
+
+def remote_answerer(server: OpenAIServer, tmp_path: Path, max_tokens: int | None = None) -> AnswerGenerator:
+    """An answer stage on the production remote LLM (HTTP client, retries, ledger, budget) of ``server``."""
+    config = ModelsConfig(
+        base_url=server.base_url,
+        timeout=1.0,
+        max_attempts=2,
+        backoff_base=0.0,
+        structured_attempts=2,
+        cache=False,
+        cache_dir=str(tmp_path / "cache"),
+        max_tokens=max_tokens,
+    )
+    return AnswerGenerator(Models(config).llm("openai:gpt-test"))
+
+
+def test_remote_llm_answer_is_grounded(answer_server: OpenAIServer, tmp_path: Path) -> None:
+    answer = remote_answerer(answer_server, tmp_path).answer("How heavy?", SOURCES, Trace())
+    assert answer.found
+    assert answer.grounding.grounded
+
+
+@pytest.mark.parametrize(
+    ("replies", "status"),
+    [
+        ((Reply.error(401),), 401),  # a refused key: not retried
+        ((Reply.error(429, retry_after=0), Reply.error(429, retry_after=0)), 429),
+        ((Reply.hang(3), Reply.hang(3)), None),  # timeouts past the attempts
+    ],
+)
+def test_a_failed_answer_call_raises_instead_of_not_found(
+    answer_server: OpenAIServer, tmp_path: Path, replies: tuple[Reply, ...], status: int | None
+) -> None:
+    answer_server.script(*replies)
+    with pytest.raises(ModelCallError) as raised:
+        remote_answerer(answer_server, tmp_path).answer("How heavy?", SOURCES, Trace())
+    assert raised.value.status == status
+
+
+def test_an_answer_past_the_token_budget_raises(answer_server: OpenAIServer, tmp_path: Path) -> None:
+    with pytest.raises(BudgetExceededError, match="token budget"):
+        remote_answerer(answer_server, tmp_path, max_tokens=20).answer("How heavy?", SOURCES, Trace())
+    assert answer_server.requests == []  # refused before it was sent
+
+
+def test_an_answer_never_in_the_schema_is_not_found(answer_server: OpenAIServer, tmp_path: Path) -> None:
+    answer_server.script(Reply.answer("I think about 23 kg"), Reply.answer("roughly 23 kg, I believe"))
+    trace = Trace()
+    answer = remote_answerer(answer_server, tmp_path).answer("How heavy?", SOURCES, trace)
+    assert not answer.found
+    assert "error" in trace.get("answer").notes
 
 
 def test_no_sources_means_not_found_without_a_call():

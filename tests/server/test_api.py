@@ -155,3 +155,33 @@ def test_an_api_key_guards_the_api_not_the_page(kb_dir: Path) -> None:
         assert good.status_code == 200
         assert http.get("/healthz").status_code == 200
         assert http.get("/").status_code == 200
+
+
+def _refuse(request: dict[str, object]) -> str:
+    """A chat endpoint that refuses every request (the loopback server answers HTTP 400)."""
+    raise TypeError("scripted refusal")
+
+
+def test_a_failing_answer_model_is_a_502_and_a_spent_budget_a_402(tmp_path: Path, data_dir: Path) -> None:
+    """The answer step's model failures reach the error mapping (they are not "not found" answers); every
+    model is the loopback server's (its embeddings work, its chat refuses), so nothing loads."""
+    from chunkwise.config import from_dict
+    from chunkwise.kb import KnowledgeBase
+    from tests.support.openai_server import OpenAIServer
+
+    with OpenAIServer(answer=_refuse) as model:
+        models = {"llm": "openai:m", "embedder": "openai:m", "base_url": model.base_url, "cache": False}
+        sections = {"models": models, "answer": {"mode": "llm"}}
+        with KnowledgeBase(tmp_path / "kb", from_dict(sections)) as kb:
+            assert kb.add([data_dir / "formats" / "Baggage Allowance.md"]).added
+        app = create_app(tmp_path / "kb", config=from_dict(sections))
+        with running_app(app) as url, httpx.Client(base_url=url, timeout=60) as http:
+            refused = http.post("/v1/answer", json={"query": QUESTION})
+            assert refused.status_code == 502
+            assert "chat/completions: HTTP 400" in error_of(refused)["message"]
+        budget = from_dict({**sections, "models": {**models, "max_tokens": 20}})
+        app = create_app(tmp_path / "kb", config=budget)
+        with running_app(app) as url, httpx.Client(base_url=url, timeout=60) as http:
+            spent = http.post("/v1/answer", json={"query": QUESTION})
+            assert spent.status_code == 402
+            assert error_of(spent)["type"] == "budget_exceeded"

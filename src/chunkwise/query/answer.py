@@ -6,6 +6,12 @@ whose quote is not found are dropped and reported; if none remains, or the model
 :data:`NOT_FOUND` and the model's own words stay in the trace. ``extractive``: no LLM; the answer is the
 source sentences (headings excluded) sharing the rarest query terms, each cited, or :data:`NOT_FOUND`
 when no sentence shares one. Either way, no sources means :data:`NOT_FOUND` without a model call.
+
+A model that answers, but never with JSON of the schema (:class:`~chunkwise.errors.LLMResponseError`),
+gives :data:`NOT_FOUND` with the reason in the trace, as an answer that cites nothing does. A call that
+fails (:class:`~chunkwise.errors.ModelCallError`: a refused key, 429 or timeouts past the attempts) or
+would cross a budget (:class:`~chunkwise.errors.BudgetExceededError`) raises: that says nothing about
+the documents, and "not found" would tell the user they do not hold the answer.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from typing import Any, Literal
 
 from chunkwise.chunking.sentences import split_sentences
 from chunkwise.chunking.tables import table_header
-from chunkwise.errors import ChunkwiseError
+from chunkwise.errors import ChunkwiseError, LLMResponseError
 from chunkwise.models.protocols import LLM, Message
 from chunkwise.query import prompts
 from chunkwise.query.grounding import locate_quote
@@ -248,7 +254,7 @@ class AnswerGenerator:
             reply = self.llm.structured(
                 [Message("user", prompt)], _SCHEMA, max_tokens=self.max_tokens, stage="answer"
             )
-        except ChunkwiseError as exc:
+        except LLMResponseError as exc:  # answered, but not in the schema: no answer to check
             report.calls += 1
             report.notes["error"] = str(exc)
             return NOT_FOUND, []
