@@ -16,6 +16,7 @@ from chunkwise.models.retry import RetryPolicy
 from chunkwise.query import Candidate, Trace
 from chunkwise.query.candidate import Query
 from chunkwise.query.fusion import Fusion, minmax, rrf_fusion, weighted_fusion
+from chunkwise.query.llm_calls import parse_unit_score
 from chunkwise.query.redundancy import Redundancy, non_redundant
 from chunkwise.query.relevance import RelevanceFilter, combine_scores, dynamic_threshold
 from chunkwise.query.rewrite import QueryRewrite, clean_rewrite
@@ -146,6 +147,49 @@ def test_relevance_filter_three_steps_and_threshold():
     assert report.notes["threshold"] == pytest.approx((0.9 + 0.6 + 0.1) / 3)
     assert "Your initial score was: 0.9" in llm.prompts[4]  # self-reflection sees the base score
     assert "After self-reflection it became: 0.9" in llm.prompts[5]
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"),
+    [
+        ("0.8", 0.8),
+        (" 1.\n", 1.0),
+        (".5", 0.5),
+        ("0", 0.0),
+        ("Score: 0.9", 0.9),
+        ("Relevance Score (between 0 and 1): 0.85", 0.85),  # the echoed scale is not the score
+        ("Final Relevance Score (between 0 and 1): 1.0", 1.0),
+        ("On a scale from 0 to 1, I'd say 0.3", 0.3),
+        ("[0, 1]: 0.4", 0.4),
+        ("0.8/1", 0.8),
+        ("0.8 out of 1", 0.8),
+        ("1. The chunk mentions the fee. Score: 0.2", 0.2),  # a numbered line of reasoning
+        ("1. The chunk mentions the fee.\n2. So: 0.2", 0.2),
+        ("Initial score: 0.5. Final score: 0.7", 0.7),  # the last labelled number
+        ('{"score": 0.4}', 0.4),
+        ("The threshold is 0.6", 0.6),
+        ("0.9\n\nThe chunk names 3 fees", 0.9),  # 3 is no score
+        ("S1 is relevant: 0.6", 0.6),  # a digit inside a word is not a number
+        ("1e-3", 0.001),
+        ("0,7", 0.7),
+        ("very relevant!", None),
+        ("7", None),  # out of range: not rescaled
+        ("Score: 8", None),
+        ("-0.2", None),
+        ("85%", None),
+        ("1e400", None),
+        ("0.7, maybe 0.8", None),  # two different scores: ambiguous
+        ("0.2-0.3", None),
+    ],
+)
+def test_parse_unit_score_golden(reply, score):
+    assert parse_unit_score(reply) == score
+
+
+@given(st.floats(0, 1))
+def test_parse_unit_score_reads_every_score_as_printed(score):
+    for reply in (repr(score), f"Score: {score!r}", f"Relevance Score (between 0 and 1): {score!r}\n"):
+        assert parse_unit_score(reply) == score
 
 
 def test_relevance_unparsed_reply_is_neutral_and_recorded():

@@ -12,7 +12,9 @@ equal the rounded mean can land one unit in the last place above them. As an opt
 threshold from the scores (the paper's threshold prompt); that one is not capped, since a model may
 judge that no candidate is relevant.
 
-Replies that are not a number in [0, 1] are not errors: the step's score becomes ``neutral_score`` (0.5
+Replies are read by :func:`~chunkwise.query.llm_calls.parse_unit_score` (a labelled score, else the one
+number in [0, 1] left once statements of the scale are removed). Replies that give no score in [0, 1], or
+two different ones, are not errors: the step's score becomes ``neutral_score`` (0.5
 by default) and the reply is recorded under ``notes["unparsed"]`` in the trace, so one rambling answer
 neither drops nor promotes a chunk on its own and the failure stays visible.
 """
