@@ -150,3 +150,12 @@ def test_retry_after_http_date() -> None:
 def test_backoff_stays_within_its_envelope(attempt: int, base: float, cap: float, seed: int) -> None:
     policy = RetryPolicy(backoff_base=base, backoff_max=cap, rng=random.Random(seed))
     assert 0.0 <= policy.delay(attempt) <= min(cap, base * 2**attempt)
+
+
+def test_a_request_that_is_not_valid_unicode_is_a_typed_error_and_not_sent(server: OpenAIServer) -> None:
+    sleeps = Sleeps()
+    with pytest.raises(ModelCallError, match="not valid Unicode text") as raised:
+        chat_llm(server, sleeps).chat([Message("user", "pet \ud800 fee")])
+    assert raised.value.status is None
+    assert server.requests == []
+    assert sleeps == []  # not retried

@@ -240,3 +240,62 @@ def test_rewrite_uses_seed_prompt_and_cleans_reply():
     assert 'Original Query: "What is Henry Feilden\'s occupation?"' in llm.prompts[0]
     assert trace.get("rewrite").notes["rewritten"].startswith("Henry")
     assert clean_rewrite("  \n ''\n", "original") == "original"
+
+
+@pytest.mark.parametrize(
+    ("reply", "rewritten"),
+    [
+        ("pet fee", "pet fee"),
+        ('Sure! Here is a better query:\n\n"pet travel fee policy"', "pet travel fee policy"),
+        ("Sure!\npet fee amount", "pet fee amount"),
+        ("Here's an improved version: pet fees", "pet fees"),
+        ('Certainly. The rewritten query is: "pet fee"', "pet fee"),
+        ("“pet fee per flight”", "pet fee per flight"),
+        ("**pet fee per flight**", "pet fee per flight"),
+        ("Pet policy: fees and rules", "Pet policy: fees and rules"),  # a colon of the query itself
+        ("SQL query syntax: joins", "SQL query syntax: joins"),
+        ("Sure! Here is a better query:", "original"),  # a preamble and nothing after it
+        ("...", "original"),
+        ('"..."', "original"),
+    ],
+)
+def test_clean_rewrite_removes_preambles_and_keeps_only_words(reply, rewritten):
+    assert clean_rewrite(reply, "original") == rewritten
+
+
+REWRITES = {"pets": "...", "fees": "pet \ud800 fee", "bags": "Sure! Here is a better query: checked bag fees"}
+
+
+@pytest.fixture(scope="module")
+def rewriting_llm() -> Iterator[OpenAIChatLLM]:
+    """The remote LLM of a loopback server that rewrites each query of :data:`REWRITES` as listed there (a
+    lone surrogate travels as the JSON escape ``\\ud800``)."""
+
+    def answer(payload: dict[str, object]) -> str:
+        messages = payload["messages"]
+        assert isinstance(messages, list)
+        match = re.search(r'Original Query: "(\w+)"', messages[-1]["content"])
+        return REWRITES[match.group(1)] if match else ""
+
+    with OpenAIServer(answer=answer) as server:
+        client = JsonClient(server.base_url, api_key="k", timeout=5.0, policy=RetryPolicy(max_attempts=1))
+        yield OpenAIChatLLM("m", client)
+
+
+@pytest.mark.parametrize(
+    ("query", "searched", "refused"),
+    [
+        ("pets", "pets", None),  # a rewrite with no word is not used
+        ("fees", "fees", "not valid Unicode text"),
+        ("bags", "checked bag fees", None),
+    ],
+)
+def test_an_unusable_rewrite_falls_back_to_the_query(rewriting_llm, query, searched, refused):
+    state, trace = Query(query), Trace()
+    QueryRewrite(rewriting_llm)(state, [], trace)
+    assert state.text == searched
+    notes = trace.get("rewrite").notes
+    assert notes["rewritten"] == searched
+    assert (refused is None) == ("refused" not in notes)
+    if refused:
+        assert refused in notes["refused"]

@@ -82,6 +82,9 @@ class JsonClient:
             retry_after: float | None = None
             try:
                 response = self._client.post(path.lstrip("/"), json=payload)
+            except UnicodeEncodeError as exc:  # a lone surrogate: no attempt can send it
+                reason = f"the request is not valid Unicode text ({exc.reason}); it was not sent"
+                raise ModelCallError(self.label, f"{where}: {reason}") from exc
             except httpx.TimeoutException:
                 reason = f"timed out after {self._client.timeout.read}s"
             except httpx.TransportError as exc:
