@@ -77,6 +77,11 @@ def test_load_config_from_toml(tmp_path):
     assert set(PRESETS) == {"default", "fast", "quality", "chunkrag", "dsrag"}
 
 
+def test_every_preset_passes_its_own_checks():
+    for name in PRESETS:
+        assert load_config(preset=name).preset == name
+
+
 @pytest.mark.parametrize(
     ("text", "message"),
     [
@@ -101,6 +106,22 @@ def test_load_config_from_toml(tmp_path):
         ("[retrieval]\nweight = 1.5\n", "retrieval.weight: BM25's share of the fused score, 0 to 1"),
         ("[store]\nhnsw_ef_search = 2000\n", r"store.hnsw_ef_search: 1 to 1000 \(pgvector's bounds\)"),
         ("[store]\npool_size = 0\n", "store.pool_size: must be at least 1"),
+        ("[relevance]\nweights = [1, 1]\n", r"relevance.weights: three weights .*got \[1.0, 1.0\]"),
+        ("[relevance]\nweights = [0, 0, 0]\n", "relevance.weights: .* with a positive sum"),
+        ("[relevance]\nweights = [1, 1, -1.5]\n", "relevance.weights: .*none negative"),
+        ("[relevance]\nneutral_score = 1.5\n", "relevance.neutral_score: must be 0 to 1, got 1.5"),
+        ("[relevance]\nepsilon = -0.1\n", "relevance.epsilon: must be 0 to 1"),
+        ("[relevance]\nmax_candidates = -1\n", "relevance.max_candidates: must be at least 1, got -1"),
+        ("[rerank]\nweight = 2\n", "rerank.weight: must be 0 to 1, got 2"),
+        ("[rerank]\ndepth = -1\n", "rerank.depth: must be at least 0, got -1"),
+        ("[rerank]\ntop_n = -2\n", "rerank.top_n: must be at least 0, got -2"),
+        ("[redundancy]\nthreshold = -1\n", "redundancy.threshold: must be 0 to 1, got -1"),
+        ("[answer]\nsources = -1\n", "answer.sources: must be at least 1, got -1"),
+        ("[answer]\nmax_sentences = 0\n", "answer.max_sentences: must be at least 1, got 0"),
+        ("[answer]\nmax_context_chars = 0\n", "answer.max_context_chars: must be at least 1"),
+        ("[answer]\nmin_quote_chars = 0\n", "answer.min_quote_chars: must be at least 1"),
+        ("[segments]\ndecay_rate = 0\n", "segments.decay_rate: must be positive, got 0"),
+        ("[segments]\nmax_length = 0\n", "segments.max_length: must be at least 1, got 0"),
         ("preset = 'turbo'\n", "unknown preset 'turbo'"),
         ("[retrieval\n", "kb.toml"),
     ],

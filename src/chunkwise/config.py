@@ -182,6 +182,10 @@ class RedundancyConfig:
     enabled: bool = False
     threshold: float = 0.9
 
+    def validate(self, path: str) -> None:
+        """The threshold is a cosine of 0 to 1 (below 0 nearly every candidate would be dropped)."""
+        _within(path, "threshold", self.threshold, 0.0, 1.0)
+
 
 @dataclass(frozen=True)
 class RelevanceConfig:
@@ -194,6 +198,19 @@ class RelevanceConfig:
     weights: list[float] = field(default_factory=lambda: [1.0, 1.0, 1.0])
     max_candidates: int = 20
 
+    def validate(self, path: str) -> None:
+        """Three non-negative weights (base, self-reflection, critic) with a positive sum, so that the
+        combined score is a weighted mean in [0, 1]; ``neutral_score`` and ``epsilon`` (a variance of
+        scores in [0, 1]) 0 to 1; at least one candidate scored."""
+        if len(self.weights) != 3 or min(self.weights) < 0 or sum(self.weights) <= 0:
+            raise ConfigError(
+                f"{path}.weights: three weights (base, self-reflection, critic), none negative, with a "
+                f"positive sum; got {self.weights}"
+            )
+        _within(path, "neutral_score", self.neutral_score, 0.0, 1.0)
+        _within(path, "epsilon", self.epsilon, 0.0, 1.0)
+        _at_least(path, "max_candidates", self.max_candidates, 1)
+
 
 @dataclass(frozen=True)
 class RerankConfig:
@@ -205,6 +222,12 @@ class RerankConfig:
     top_n: int = 0
     depth: int = 0
     weight: float = 1.0
+
+    def validate(self, path: str) -> None:
+        """``top_n`` and ``depth`` 0 (all) or more; the reranker's share 0 to 1."""
+        _at_least(path, "top_n", self.top_n, 0)
+        _at_least(path, "depth", self.depth, 0)
+        _within(path, "weight", self.weight, 0.0, 1.0)
 
 
 @dataclass(frozen=True)
@@ -224,6 +247,16 @@ class SegmentsConfig:
     top_k_for_document_selection: int | None = None
     chunk_length_adjustment: bool | None = None
 
+    def validate(self, path: str) -> None:
+        """The lengths and the number of documents at least 1, the decay rate positive (ranks are divided
+        by it). The preset's name is checked where the presets live, when segments are first searched."""
+        for name in ("max_length", "overall_max_length", "top_k_for_document_selection"):
+            value = getattr(self, name)
+            if value is not None:
+                _at_least(path, name, value, 1)
+        if self.decay_rate is not None and not self.decay_rate > 0:
+            raise ConfigError(f"{path}.decay_rate: must be positive, got {self.decay_rate}")
+
     def overrides(self) -> dict[str, Any]:
         """The RSE parameters set here (the preset supplies the rest)."""
         return {
@@ -242,6 +275,11 @@ class AnswerConfig:
     max_context_chars: int = 6000
     max_sentences: int = 2
     min_quote_chars: int = 10
+
+    def validate(self, path: str) -> None:
+        """Every count at least 1 (no sources, context or sentence could answer anything)."""
+        for name in ("sources", "max_context_chars", "max_sentences", "min_quote_chars"):
+            _at_least(path, name, getattr(self, name), 1)
 
 
 #: The parser's default limits, the defaults of the ``[limits]`` section.
@@ -380,6 +418,12 @@ def _at_least(path: str, name: str, value: int, low: int) -> None:
         raise ConfigError(f"{path}.{name}: must be at least {low}, got {value}")
 
 
+def _within(path: str, name: str, value: float, low: float, high: float) -> None:
+    """:class:`ConfigError` naming ``path.name`` unless ``low <= value <= high``."""
+    if not low <= value <= high:
+        raise ConfigError(f"{path}.{name}: must be {low:g} to {high:g}, got {value}")
+
+
 def _check_chunking(config: ChunkingConfig, path: str) -> None:
     """Validate the chunker name and parameters now, so a typo fails at load time, naming the key."""
     try:
@@ -401,6 +445,11 @@ def from_dict(data: dict[str, Any], preset: str | None = None) -> PipelineConfig
     built.limits.validate("limits")
     built.retrieval.validate("retrieval")
     built.store.validate("store")
+    built.redundancy.validate("redundancy")
+    built.relevance.validate("relevance")
+    built.rerank.validate("rerank")
+    built.segments.validate("segments")
+    built.answer.validate("answer")
     _check_chunking(built.chunking, "chunking")
     return dataclasses.replace(built, models=built.models.with_env())
 
