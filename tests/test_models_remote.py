@@ -235,3 +235,39 @@ def test_the_key_never_leaks(
     cache_files = list(Path(config.cache_path()).rglob("*"))
     assert cache_files
     assert all(KEY.encode() not in f.read_bytes() for f in cache_files if f.is_file())
+
+
+def _chat_body(usage: object) -> str:
+    """A chat completion answering "fine" whose ``usage`` is ``usage`` (JSON text, sent verbatim)."""
+    message = '{"role": "assistant", "content": "fine"}'
+    return f'{{"choices": [{{"index": 0, "message": {message}}}], "usage": {usage}}}'
+
+
+@pytest.mark.parametrize(
+    ("usage", "counted"),
+    [
+        ("[3, 4]", (2, 1)),  # not an object: the estimates (8 characters sent, 4 received)
+        ('"lots"', (2, 1)),
+        ('{"prompt_tokens": 1e400, "completion_tokens": 5}', (2, 5)),  # infinite: the estimate
+        ('{"prompt_tokens": -779, "completion_tokens": -3}', (2, 1)),  # negative: never lowers the totals
+        ('{"prompt_tokens": 2.5, "completion_tokens": true}', (2, 1)),
+        ('{"prompt_tokens": 7.0, "completion_tokens": null}', (7, 1)),
+        ('{"prompt_tokens": 7, "completion_tokens": 3}', (7, 3)),
+    ],
+)
+def test_a_malformed_usage_is_read_as_not_reported(
+    server: OpenAIServer, config: ModelsConfig, usage: str, counted: tuple[int, int]
+) -> None:
+    server.script(Reply.raw(_chat_body(usage)))
+    ledger = Ledger()
+    llm = Models(config, ledger=ledger).llm("openai:gpt-test")
+    assert llm.chat([Message("user", "12345678")]) == "fine"
+    assert (ledger.totals().input_tokens, ledger.totals().output_tokens) == counted
+
+
+def test_a_malformed_rerank_usage_is_estimated(server: OpenAIServer, config: ModelsConfig) -> None:
+    server.script(Reply.raw('{"results": [{"index": 0, "relevance_score": 0.5}], "usage": [1]}'))
+    ledger = Ledger()
+    reranker = Models(config, ledger=ledger).reranker("rerank:rr-test")
+    assert reranker.score("red apple", ["green pear"]).tolist() == [0.5]
+    assert ledger.totals().input_tokens > 0

@@ -13,6 +13,7 @@ attribute, not in ``repr``, not in any error message, and URLs in messages have 
 from __future__ import annotations
 
 import json
+import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
@@ -107,6 +108,28 @@ class JsonClient:
             if attempt + 1 < self.policy.max_attempts:
                 self.policy.sleep(self.policy.delay(attempt, retry_after))
         raise ModelCallError(self.label, f"{where}: {reason} (after {attempt + 1} attempts)", status)
+
+
+def usage_counts(body: dict[str, Any]) -> dict[str, int]:
+    """The token counts of a response's ``usage`` object that are whole, finite and not negative.
+
+    Usage is bookkeeping the answer does not depend on, so a malformed one (not an object; a count that is
+    negative, fractional, infinite, a string or a boolean) is read as not reported rather than discarding
+    a good answer; the caller then counts by its estimate. A negative count is never taken: it would
+    lower the ledger's totals and let a run spend past its budget.
+    """
+    usage = body.get("usage")
+    if not isinstance(usage, dict):
+        return {}
+    counts: dict[str, int] = {}
+    for key, value in usage.items():
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            continue
+        if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+            continue
+        if value >= 0:
+            counts[str(key)] = int(value)
+    return counts
 
 
 def _decode(response: httpx.Response) -> dict[str, Any] | None:

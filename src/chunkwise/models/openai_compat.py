@@ -9,7 +9,9 @@
 
 Every call goes through :class:`~chunkwise.models.http_client.JsonClient` (timeouts, retries, typed
 errors). Token counts come from the server's ``usage``; ``count_tokens`` is an estimate (four characters a
-token) because the remote tokenizer is not available offline.
+token) because the remote tokenizer is not available offline. A count the server leaves out, or reports
+malformed (:func:`~chunkwise.models.http_client.usage_counts`), is the estimate of the text sent or
+received for chat and embeddings, so budgets hold against such a server.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from chunkwise.errors import ConfigError, LogprobsUnavailableError, ModelCallError
-from chunkwise.models.http_client import JsonClient
+from chunkwise.models.http_client import JsonClient, usage_counts
 from chunkwise.models.managed import estimate_tokens
 from chunkwise.models.protocols import Message, TokenLogprobs, Usage, Vectors
 from chunkwise.models.remote import RemoteModel
@@ -54,7 +56,8 @@ class OpenAIChatLLM(StructuredViaChat, RemoteModel):
             "max_tokens": max_tokens,
             "temperature": 0,
         }
-        content, usage = self._client.post("chat/completions", payload, _parse_chat)
+        sent = sum(estimate_tokens(m.content) for m in messages)
+        content, usage = self._client.post("chat/completions", payload, lambda body: _parse_chat(body, sent))
         self._usage.set(usage)
         return content
 
@@ -214,22 +217,28 @@ class OpenAIEmbedder(RemoteModel):
 
     def _request(self, texts: list[str]) -> tuple[Vectors, int]:
         payload = {"model": self.model, "input": texts}
-        return self._client.post("embeddings", payload, lambda body: _parse_embeddings(body, len(texts)))
+        sent = sum(estimate_tokens(text) for text in texts)
+        return self._client.post(
+            "embeddings", payload, lambda body: _parse_embeddings(body, len(texts), sent)
+        )
 
 
-def _read_usage(body: dict[str, Any], fallback_input: int = 0) -> Usage:
-    usage = body.get("usage") or {}
+def _read_usage(body: dict[str, Any], fallback_input: int = 0, fallback_output: int = 0) -> Usage:
+    """The usage the server reports (input: ``prompt_tokens``, else ``total_tokens``), each count it leaves
+    out or reports malformed replaced by its fallback."""
+    usage = usage_counts(body)
     return Usage(
-        input_tokens=int(usage.get("prompt_tokens", usage.get("total_tokens", fallback_input)) or 0),
-        output_tokens=int(usage.get("completion_tokens", 0) or 0),
+        input_tokens=usage.get("prompt_tokens", usage.get("total_tokens", fallback_input)),
+        output_tokens=usage.get("completion_tokens", fallback_output),
     )
 
 
-def _parse_chat(body: dict[str, Any]) -> tuple[str, Usage]:
+def _parse_chat(body: dict[str, Any], sent: int) -> tuple[str, Usage]:
+    """The answer's text and usage; ``sent``: the estimated tokens of the request's messages."""
     content = body["choices"][0]["message"]["content"]
     if not isinstance(content, str):
         raise TypeError("message content is not text")
-    return content.strip(), _read_usage(body)
+    return content.strip(), _read_usage(body, sent, estimate_tokens(content))
 
 
 def _echo_tokens(data: dict[str, Any] | None) -> list[_Scored] | None:
@@ -333,11 +342,12 @@ def _continuation_logprobs(
     return TokenLogprobs(tuple(tokens), tuple(relative), tuple(logprobs), tuple(alternatives))
 
 
-def _parse_embeddings(body: dict[str, Any], count: int) -> tuple[Vectors, int]:
+def _parse_embeddings(body: dict[str, Any], count: int, sent: int) -> tuple[Vectors, int]:
+    """The vectors in input order and the input tokens; ``sent``: the estimated tokens of the texts."""
     data = sorted(body["data"], key=lambda row: int(row["index"]))
     if len(data) != count:
         raise ValueError(f"{len(data)} embeddings for {count} inputs")
     matrix = np.asarray([row["embedding"] for row in data], dtype=np.float32)
     if matrix.ndim != 2:
         raise ValueError("embeddings of unequal length")
-    return matrix, _read_usage(body).input_tokens
+    return matrix, _read_usage(body, sent).input_tokens

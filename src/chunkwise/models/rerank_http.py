@@ -14,7 +14,7 @@ from typing import Any, ClassVar
 import numpy as np
 import numpy.typing as npt
 
-from chunkwise.models.http_client import JsonClient
+from chunkwise.models.http_client import JsonClient, usage_counts
 from chunkwise.models.managed import estimate_rerank_tokens
 from chunkwise.models.protocols import Usage
 from chunkwise.models.remote import RemoteModel
@@ -53,6 +53,4 @@ def _parse(body: dict[str, Any], count: int) -> tuple[npt.NDArray[np.float32], i
         scores[int(row["index"])] = float(row["relevance_score"])
     if np.isnan(scores).any():
         raise ValueError(f"the server scored {int((~np.isnan(scores)).sum())} of {count} texts")
-    usage = body.get("usage") or {}
-    total = usage.get("total_tokens")
-    return scores, int(total) if total is not None else None
+    return scores, usage_counts(body).get("total_tokens")
