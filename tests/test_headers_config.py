@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from chunkwise.chunking.chunk import make_chunk
@@ -9,6 +11,8 @@ from chunkwise.config import PRESETS, load_config
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
 from chunkwise.ingest.headers import ContextualHeaders, extractive_summary, fallback_title, format_header
+from chunkwise.models.config import ModelsConfig
+from tests.support.cli import run_chunkwise
 from tests.support.documents import doc_from_markdown_lines
 from tests.support.fakes import FakeLLM, on_prompt
 
@@ -131,3 +135,17 @@ def test_bad_config_names_the_key(tmp_path, text, message):
     path.write_text(text, encoding="utf-8")
     with pytest.raises(ConfigError, match=message):
         load_config(path)
+
+
+def test_a_config_file_that_is_not_utf8_names_the_file_and_the_byte(tmp_path):
+    path = tmp_path / "latin1.toml"
+    path.write_bytes('preset = "fast"\n# caf\u00e9\n'.encode("latin-1"))
+    message = r"latin1.toml: cannot read .*: not UTF-8 text .*: byte 0xe9 at offset 21 \(line 2\)"
+    with pytest.raises(ConfigError, match=message):
+        load_config(path)
+    with pytest.raises(ConfigError, match=message):
+        ModelsConfig.load(path)
+    done = run_chunkwise("search", "pets", "--kb", str(tmp_path / "kb"), "--config", str(path))
+    assert done.returncode == 2
+    assert re.match(r"error: .*" + message, done.stderr)
+    assert "Traceback" not in done.stderr

@@ -41,7 +41,6 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
@@ -51,7 +50,7 @@ from chunkwise.chunking.limits import MAX_CHUNKS
 from chunkwise.errors import ConfigError
 from chunkwise.models.config import ModelsConfig
 from chunkwise.parsing.limits import ParseLimits
-from chunkwise.settings import build
+from chunkwise.settings import build, read_toml
 from chunkwise.store.pgurl import redact
 
 #: The revision of how passage windows are cut (:func:`chunkwise.ingest.windows.window_spans`), part of
@@ -456,10 +455,4 @@ def from_dict(data: dict[str, Any], preset: str | None = None) -> PipelineConfig
 
 def load_config(path: str | Path | None = None, preset: str | None = None) -> PipelineConfig:
     """Read a TOML file (or none) and apply it over the preset; :class:`ConfigError` names the problem."""
-    data: dict[str, Any] = {}
-    if path is not None:
-        try:
-            data = tomllib.loads(Path(path).read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{path}: {exc}") from None
-    return from_dict(data, preset)
+    return from_dict({} if path is None else read_toml(path), preset)

@@ -7,6 +7,7 @@ the field's annotation (``int``, ``float``, ``bool``, ``str``, ``Literal``, opti
 lists, string-keyed tables, nested dataclasses). Values from the command line arrive as strings; with
 ``parse_strings`` they are parsed (``"800"`` for an ``int``, ``"yes"`` for a ``bool``). Range checks
 stay with each dataclass (its ``validate`` method), where the meaning of a value is known.
+:func:`read_toml` reads the TOML files these mappings come from.
 """
 
 from __future__ import annotations
@@ -14,9 +15,11 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import math
+import tomllib
 import types
 import typing
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from chunkwise.errors import ConfigError
@@ -25,6 +28,27 @@ T = TypeVar("T")
 
 _TRUE = frozenset({"1", "true", "yes", "on"})
 _FALSE = frozenset({"0", "false", "no", "off"})
+
+
+def read_toml(path: str | Path, what: str = "the configuration") -> dict[str, Any]:
+    """The TOML file at ``path``; :class:`ConfigError` ``"<path>: cannot read <what>: <reason>"`` when it
+    cannot be read, is not UTF-8 (TOML's only encoding; the reason gives the byte, its offset and its
+    line) or is not TOML."""
+    try:
+        data = Path(path).read_bytes()
+        text = data.decode("utf-8")
+        return tomllib.loads(text)
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        reason = (
+            f"not UTF-8 text (TOML files are UTF-8): byte 0x{data[exc.start]:02x} at offset {exc.start} "
+            f"(line {line}); save the file as UTF-8"
+        )
+    except tomllib.TOMLDecodeError as exc:
+        reason = str(exc)
+    raise ConfigError(f"{path}: cannot read {what}: {reason}")
 
 
 def build(cls: type[T], data: Any, path: str, base: T | None = None, *, parse_strings: bool = False) -> T:

@@ -39,6 +39,19 @@ def test_eval_two_configurations_writes_json_and_html(data_dir: Path, tmp_path: 
     assert len(list((tmp_path / "cache" / "chunkwise" / "eval" / "indexes").iterdir())) == 2
 
 
+def test_eval_refuses_a_config_that_is_not_utf8_on_one_line(data_dir: Path, tmp_path: Path) -> None:
+    latin1 = tmp_path / "latin1.toml"
+    latin1.write_bytes("# caf\u00e9\n".encode("latin-1"))
+    done = run_chunkwise(
+        "eval", "--data", str(data_dir / "eval" / "rmc_mini"), "--config", str(latin1), "--json",
+        str(tmp_path / "r.json"), cache=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith(f"error: {latin1}: cannot read the configuration: not UTF-8 text")
+    assert "byte 0xe9 at offset 5 (line 1)" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_eval_reports_bad_input_on_one_line(data_dir: Path, tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text("[retrieval]\nwieght = 0.3\n", encoding="utf-8")

@@ -12,7 +12,6 @@ prints the estimated model calls and tokens per stage (:mod:`chunkwise.evaluatio
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -32,6 +31,7 @@ from chunkwise.evaluation.html_report import render_html
 from chunkwise.evaluation.report import EvaluationReport
 from chunkwise.evaluation.runner import EvalProgress, evaluate
 from chunkwise.models.config import cache_root
+from chunkwise.settings import read_toml
 
 
 def default_workdir() -> Path:
@@ -46,11 +46,7 @@ def load_configs(paths: list[Path], preset: str | None) -> list[tuple[str, Pipel
         return [(preset or "default", from_dict({}, preset))]
     configs: list[tuple[str, PipelineConfig]] = []
     for path in paths:
-        try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, tomllib.TOMLDecodeError) as exc:
-            raise ConfigError(f"{path}: {exc}") from None
-        configs.append((path.stem, from_dict(data, preset)))
+        configs.append((path.stem, from_dict(read_toml(path), preset)))
     names = [name for name, _ in configs]
     if len(set(names)) != len(names):
         raise ConfigError(f"configuration files need distinct names, got {names}")

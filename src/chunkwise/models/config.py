@@ -25,13 +25,12 @@ file can be committed and a key never lands on disk.
 from __future__ import annotations
 
 import os
-import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from chunkwise.errors import ConfigError
-from chunkwise.settings import build
+from chunkwise.settings import build, read_toml
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 ROLE_ENV = {"llm": "CHUNKWISE_LLM", "embedder": "CHUNKWISE_EMBEDDER", "reranker": "CHUNKWISE_RERANKER"}
@@ -89,11 +88,7 @@ class ModelsConfig:
         """The ``[models]`` section of the TOML file at ``path`` (defaults if ``None``) + env overrides."""
         section: dict[str, Any] = {}
         if path is not None:
-            try:
-                with Path(path).open("rb") as handle:
-                    section = tomllib.load(handle).get("models", {})
-            except (OSError, tomllib.TOMLDecodeError) as exc:
-                raise ConfigError(f"{path}: cannot read the model configuration: {exc}") from exc
+            section = read_toml(path, "the model configuration").get("models", {})
         return cls.from_mapping(section, str(path or "[models]")).with_env()
 
     def with_env(self) -> ModelsConfig:
