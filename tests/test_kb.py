@@ -301,6 +301,8 @@ def test_a_k_below_one_is_refused(built, embedder):
         for k in (0, -1):
             with pytest.raises(QueryError, match=f"k must be at least 1, got {k}"):
                 kb.search("baggage", k=k)
+            with pytest.raises(QueryError, match=f"k must be at least 1, got {k}"):
+                kb.query.search("baggage", k=k)  # the pipeline itself, as the adapters call it
 
 
 def _remote_models(server: OpenAIServer) -> dict:

@@ -24,7 +24,7 @@ from typing import Any
 
 from chunkwise.config import PipelineConfig, from_dict, load_config
 from chunkwise.document import Document
-from chunkwise.errors import ConfigError, QueryError
+from chunkwise.errors import ConfigError
 from chunkwise.ingest.pipeline import IngestPipeline
 from chunkwise.ingest.report import IngestReport, ProgressFn
 from chunkwise.models.context import Models
@@ -174,8 +174,6 @@ class KnowledgeBase:
         Raises:
             QueryError: ``query`` holds no word, or ``k`` is less than 1 (it is also a ``ValueError``).
         """
-        if k < 1:  # a slice [:k] would silently drop the last hits instead
-            raise QueryError(f"k must be at least 1, got {k}")
         return self.query.search(query, k, trace)
 
     def segments(self, query: str, trace: Trace | None = None, preset: str | None = None) -> list[Segment]:

@@ -13,6 +13,7 @@ from functools import cached_property
 from typing import Any
 
 from chunkwise.config import PipelineConfig
+from chunkwise.errors import QueryError
 from chunkwise.models.context import Models
 from chunkwise.models.protocols import Vectors
 from chunkwise.query.answer import Answer, AnswerGenerator, Source
@@ -75,7 +76,14 @@ class QueryPipeline:
     def search(
         self, query: str, k: int = 10, trace: Trace | None = None, *, vector: Vectors | None = None
     ) -> list[Hit]:
-        """The ``k`` best chunks for ``query``; each hit carries the trace."""
+        """The ``k`` best chunks for ``query``; each hit carries the trace.
+
+        Raises:
+            QueryError: ``query`` holds no word, or ``k`` is less than 1 (a slice ``[:k]`` would
+                silently drop the last hits instead).
+        """
+        if k < 1:
+            raise QueryError(f"k must be at least 1, got {k}")
         trace = trace if trace is not None else Trace()
         return [
             Hit(c.doc_id, c.start, c.end, c.chunk_id, c.text, c.score, c.header, dict(c.scores), trace)
