@@ -5,6 +5,7 @@ mid-run, and a cluster address that does not answer."""
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -123,6 +124,26 @@ def test_ray_ingest_into_sqlite_has_one_writer(pg_server, ray_cluster, inputs, t
         assert count == serial_vectors[chunk_id][0]
         # the same vector up to the INT8 activations' batch dependence (see the test above)
         assert float(vector @ serial_vectors[chunk_id][1]) > 0.99
+
+
+def test_a_second_run_in_the_same_process_reads_the_store_anew(ray_cluster, tmp_path):
+    """The workers outlive a run: a second run with the same settings must not reuse the store
+    connection of the first (here to a database file deleted since), or it reports every file skipped
+    and stores nothing."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name, body in [("a.md", "# Bags\n\nBags may weigh 23 kg.\n"), ("b.txt", "Lounges open at six.\n")]:
+        (folder / name).write_text(body)
+    config = from_dict(CONFIG)
+    with KnowledgeBase(tmp_path / "kb", config) as kb:
+        first = kb.add([folder], ray="auto")
+    assert len(first.added) == 2
+    shutil.rmtree(tmp_path / "kb")
+    with KnowledgeBase(tmp_path / "kb", config) as kb:
+        second = kb.add([folder], ray="auto")
+        assert sorted(second.added) == sorted(first.added)
+        assert second.skipped == []
+        assert kb.store.counts()["documents"] == 2
 
 
 def embed_workers() -> list[int]:

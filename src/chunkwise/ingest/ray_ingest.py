@@ -33,6 +33,7 @@ import logging
 import pickle
 import socket
 import time
+import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from functools import partial
@@ -64,13 +65,18 @@ CONNECT_TIMEOUT = 10.0
 @dataclass(frozen=True)
 class Job:
     """What every worker needs: the store location as given (it may carry a password: it travels to the
-    workers in memory and is never shown), the configuration, the run's fingerprint, and whether the
-    workers store (a server store) or the driver does (SQLite)."""
+    workers in memory and is never shown), the configuration, the run's fingerprint, whether the
+    workers store (a server store) or the driver does (SQLite), and the run's own id.
+
+    The run id makes two runs with the same settings different jobs: a worker process outlives a run,
+    and the pipeline it built for an earlier one holds a store connection (to a database file that may
+    since have been deleted and created again) and that run's model ledger and budget."""
 
     location: str = field(repr=False)
     config: PipelineConfig
     fingerprint: str
     workers_store: bool
+    run: str
 
 
 @dataclass
@@ -116,10 +122,14 @@ _WORKER: list[tuple[Job, IngestPipeline]] = []
 
 
 def _pipeline(job: Job) -> IngestPipeline:
-    """This worker process's pipeline for ``job`` (built once: a store connection and a Models)."""
+    """This worker process's pipeline for ``job`` (built once per run: a store connection and a Models);
+    the pipeline of an earlier run is dropped and its store closed (a server store's connection pool
+    would otherwise stay open as long as the worker process)."""
     if not _WORKER or _WORKER[0][0] != job:
+        if _WORKER:
+            _WORKER.pop()[1].store.close()
         store = open_store(job.location, create=False)
-        _WORKER[:] = [(job, IngestPipeline(store, Models(job.config.models), job.config))]
+        _WORKER.append((job, IngestPipeline(store, Models(job.config.models), job.config)))
     return _WORKER[0][1]
 
 
@@ -197,7 +207,7 @@ def ray_add_files(
     logging.getLogger("ray.data").setLevel(logging.ERROR)
     fingerprint = pipeline.begin()
     workers_store = is_url(str(location))
-    job = Job(str(location), pipeline.config, fingerprint, workers_store)
+    job = Job(str(location), pipeline.config, fingerprint, workers_store, run=uuid.uuid4().hex)
     resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
     cpus = max(1, int(resources.get("CPU", 1)))
     dataset = (
