@@ -71,6 +71,11 @@ class EncodingError(ParseError):
     """The bytes could not be decoded as text in any plausible encoding."""
 
 
+class NotUnicodeError(SourceError):
+    """A string to be stored for a document (its title, a metadata value, a header its chunker made) holds
+    a lone surrogate: it is not valid Unicode text, and no store, hash or tokenizer can encode it."""
+
+
 class ChunkingError(ChunkwiseError):
     """A chunker could not honour its contract for a document."""
 

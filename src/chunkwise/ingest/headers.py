@@ -5,10 +5,17 @@ The header is stored apart from the chunk text (``document.text[start:end] == ch
 so citations and offsets never include it. Title: the parser's, else the LLM's (when one is configured),
 else the first heading, else the file name. Summary: the LLM's one sentence, or, with no LLM, the
 document's first sentences (extractive, up to ``summary_chars``).
+
+An LLM's reply is bounded twice: the request asks for at most :data:`TITLE_TOKENS` (a title) or
+:data:`SUMMARY_TOKENS` (a summary) tokens, and the text kept is cut at a word boundary to
+:data:`TITLE_CHARS` or :data:`SUMMARY_CHARS` characters (a server may ignore ``max_tokens``). The header
+goes in front of every chunk and window: an unbounded one would fill the embedder's input, and every
+chunk of the document would get the same vector.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import PurePath
 
@@ -33,6 +40,17 @@ Document (beginning):
 
 One-sentence summary:"""
 
+#: Most tokens an LLM may write for a title, and most characters of its title kept.
+TITLE_TOKENS = 32
+TITLE_CHARS = 200
+#: Most tokens an LLM may write for a summary, and most characters of its summary kept.
+SUMMARY_TOKENS = 80
+SUMMARY_CHARS = 500
+
+#: A UTF-16 surrogate code point: a JSON reply decodes a valid escaped pair to one character, so one
+#: left in a string is a lone half (a reply cut inside a pair), which no store can encode.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
 
 @dataclass(frozen=True, slots=True)
 class DocumentContext:
@@ -42,13 +60,23 @@ class DocumentContext:
     summary: str
 
 
-def first_line(reply: str) -> str:
-    """The first non-empty line of a model reply, without surrounding quotes."""
-    for line in reply.strip().splitlines():
+def first_line(reply: str, max_chars: int) -> str:
+    """The first non-empty line of a model reply, without surrounding quotes or lone surrogates, cut to
+    ``max_chars`` at a word boundary (mid-word only when its first word is longer)."""
+    for line in _SURROGATE.sub("", reply).strip().splitlines():
         text = line.strip().strip("\"'`* ")
         if text:
-            return text
+            return _cut(text, max_chars)
     return ""
+
+
+def _cut(text: str, max_chars: int) -> str:
+    """``text`` if it fits in ``max_chars``, else its longest prefix that fits and ends before a space."""
+    if len(text) <= max_chars:
+        return text
+    head = text[: max_chars + 1]
+    space = head.rfind(" ")
+    return (head[:space] if space > 0 else head[:max_chars]).rstrip()
 
 
 def fallback_title(doc: Document) -> str:
@@ -115,15 +143,16 @@ class ContextualHeaders:
         title = doc.title or ""
         if self.title and not title:
             if self.llm is not None:
-                title = first_line(
-                    self.llm.chat([Message("user", TITLE_PROMPT.format(text=beginning))], stage="title")
-                )
+                prompt = TITLE_PROMPT.format(text=beginning)
+                reply = self.llm.chat([Message("user", prompt)], max_tokens=TITLE_TOKENS, stage="title")
+                title = first_line(reply, TITLE_CHARS)
             title = title or fallback_title(doc)
         summary = ""
         if self.summary:
             if self.llm is not None:
                 prompt = SUMMARY_PROMPT.format(title=title or fallback_title(doc), text=beginning)
-                summary = first_line(self.llm.chat([Message("user", prompt)], max_tokens=80, stage="summary"))
+                reply = self.llm.chat([Message("user", prompt)], max_tokens=SUMMARY_TOKENS, stage="summary")
+                summary = first_line(reply, SUMMARY_CHARS)
             summary = summary or extractive_summary(doc, self.summary_chars)
         return DocumentContext(title if self.title else "", summary)
 

@@ -4,11 +4,12 @@ Documents are prepared one at a time (parsed, chunked, given headers) and embedd
 ``retrieval.embed_batch`` chunks, a long document over several calls (with progress events between them);
 each document is stored in its own transaction as soon as its chunks are embedded, so a crash leaves every
 document whole or absent and memory follows one document, not the whole batch. A file that cannot be
-parsed or chunked is reported and the batch goes on. A document whose content and ingest settings
-(:meth:`PipelineConfig.ingest_fingerprint`) match the stored version is skipped. A model budget spent
-mid-batch stops the batch after storing the documents already prepared. Every model call (chunkers,
-headers, the embedder) goes through the run's :class:`~chunkwise.models.Models`, so its ledger holds
-them all and its budget bounds them all.
+parsed or chunked is reported and the batch goes on, as is one with a string that is not valid Unicode
+text (a lone surrogate in its title, source or metadata, or in a header made for it). A document whose
+content and ingest settings (:meth:`PipelineConfig.ingest_fingerprint`) match the stored version is
+skipped. A model budget spent mid-batch stops the batch after storing the documents already prepared.
+Every model call (chunkers, headers, the embedder) goes through the run's
+:class:`~chunkwise.models.Models`, so its ledger holds them all and its budget bounds them all.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from chunkwise.chunking.limits import chunk_within
 from chunkwise.chunking.tokens import get_counter
 from chunkwise.config import PipelineConfig
 from chunkwise.document import Document, lone_surrogate, path_id
-from chunkwise.errors import BudgetExceededError, ChunkwiseError, failure_reason
+from chunkwise.errors import BudgetExceededError, ChunkwiseError, NotUnicodeError, failure_reason
 from chunkwise.ingest.headers import ContextualHeaders
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
@@ -144,7 +145,7 @@ class IngestPipeline:
             for item in items:
                 if isinstance(item, Failure):
                     batch.fail(item.source, item.reason)
-                elif invalid := _not_unicode(item):
+                elif invalid := not_unicode(item):
                     batch.fail(path_id(item.id), invalid)
                 elif self.unchanged(item, batch.fingerprint):
                     batch.done(item.id, "skipped")
@@ -185,16 +186,23 @@ class IngestPipeline:
 
     def prepare(self, doc: Document) -> Prepared:
         """Chunk ``doc`` and build each chunk's header (the chunk's own context, such as a table's header
-        row, comes after the document header)."""
+        row, comes after the document header); :class:`NotUnicodeError` when a string made for it (by
+        its chunker, or by the LLM that titles it) is not valid Unicode text."""
         chunks = chunk_within(self.chunker, doc, self.config.limits.max_chunks)
         context = self.headers.document_context(doc) if self.headers else None
         headers = []
         for chunk in chunks:
             header = self.headers.header(chunk, context) if self.headers and context else ""
             headers.append("\n".join(part for part in (header, chunk.context) if part))
+        summary = context.summary if context else ""
+        made = [("summary", summary)] + [(f"header of chunk {i}", h) for i, h in enumerate(headers)]
+        made += [(f"id of chunk {i}", c.id) for i, c in enumerate(chunks)]
+        made += [(f"section of chunk {i}", s) for i, c in enumerate(chunks) for s in c.section]
+        if invalid := _first_lone_surrogate(made):
+            raise NotUnicodeError(doc.id, invalid)
         windows, owners = self.windows(chunks, headers)
         pooled = frozenset() if self.config.retrieval.embed_whole else frozenset(owners)
-        return Prepared(doc, chunks, headers, context.summary if context else "", windows, owners, pooled)
+        return Prepared(doc, chunks, headers, summary, windows, owners, pooled)
 
     def windows(self, chunks: Sequence[Chunk], headers: Sequence[str]) -> tuple[list[str], list[int]]:
         """The passage windows of ``chunks`` (none unless ``retrieval.windows`` is set): what each
@@ -307,13 +315,37 @@ def chunk_texts(items: Sequence[Prepared]) -> list[str]:
     return [p.text(row) for p in items for row in p.embedded]
 
 
-def _not_unicode(doc: Document) -> str:
-    """Why ``doc`` cannot be stored (its id or text holds a lone surrogate, which no store, hash or
-    tokenizer can encode: a document built by hand or from JSON escapes), or ``""``."""
-    for what, text in (("id", doc.id), ("text", doc.text)):
+def not_unicode(doc: Document) -> str:
+    """Why ``doc`` cannot be stored (a string of it holds a lone surrogate, which no store, hash or
+    tokenizer can encode: a document built by hand or from JSON escapes), or ``""``. Every string that
+    is stored is checked: the id, text, title, source, format and unit ids, and the keys and string
+    values of the metadata, however nested."""
+    fields = [("id", doc.id), ("text", doc.text), ("title", doc.title or ""), ("source", doc.source or "")]
+    fields += [("format", doc.format), *(("unit id", unit.id) for unit in doc.units)]
+    fields += _metadata_strings(doc.metadata, "metadata")
+    return _first_lone_surrogate((f"the document's {what}", text) for what, text in fields)
+
+
+def _metadata_strings(value: object, where: str) -> Iterator[tuple[str, str]]:
+    """Each string of a metadata value (keys included, as JSON stores them), named by where it is."""
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            yield f"{where} key", str(key)
+            yield from _metadata_strings(item, f"{where}[{str(key)!r}]")
+    elif isinstance(value, list | tuple):
+        for index, item in enumerate(value):
+            yield from _metadata_strings(item, f"{where}[{index}]")
+
+
+def _first_lone_surrogate(named: Iterable[tuple[str, str]]) -> str:
+    """Why the first of ``named`` (``(what, text)`` pairs) that holds a lone surrogate is not valid
+    Unicode text, or ``""``."""
+    for what, text in named:
         at = lone_surrogate(text)
         if at is not None:
-            return f"the document's {what} is not valid Unicode text: a lone surrogate at character {at}"
+            return f"{what} is not valid Unicode text: a lone surrogate at character {at}"
     return ""
 
 

@@ -44,9 +44,10 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from chunkwise.config import PipelineConfig
+from chunkwise.document import path_id
 from chunkwise.errors import ChunkwiseError, ClusterError, failure_reason
 from chunkwise.ingest.paths import expand_paths
-from chunkwise.ingest.pipeline import Failure, IngestPipeline, Prepared, chunk_texts, parse_one
+from chunkwise.ingest.pipeline import Failure, IngestPipeline, Prepared, chunk_texts, not_unicode, parse_one
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
 from chunkwise.models.context import Models
 from chunkwise.models.protocols import Vectors
@@ -139,6 +140,8 @@ def prepare_row(row: dict[str, Any], job: Job) -> dict[str, Any]:
     item = parse_one(Path(row["path"]), job.config.limits.parse_limits())
     if isinstance(item, Failure):
         outcome = Outcome(item.source, "failed", item.reason)
+    elif invalid := not_unicode(item):
+        outcome = Outcome(path_id(item.id), "failed", invalid)
     elif pipeline.unchanged(item, job.fingerprint):
         outcome = Outcome(item.id, "skipped")
     else:

@@ -1,0 +1,88 @@
+"""One document's failure fails that document alone, named in the report, and the batch goes on: a string
+that is not valid Unicode text in what is stored (from the document, or from the LLM that titles it).
+Real SQLite stores; the LLM is the scripted loopback server."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from chunkwise.config import from_dict
+from chunkwise.document import Document
+from chunkwise.ingest.headers import TITLE_CHARS, TITLE_TOKENS
+from chunkwise.kb import KnowledgeBase
+from chunkwise.models import Models
+from chunkwise.parsing.text import text_document
+from tests.support.fakes import HashEmbedder
+from tests.support.openai_server import OpenAIServer
+
+SURROGATE = "not valid Unicode text: a lone surrogate at character"
+
+
+def test_a_lone_surrogate_in_a_stored_string_fails_its_document_alone(tmp_path: Path) -> None:
+    def doc(name: str, **fields: Any) -> Document:
+        return Document(f"{name}.txt", f"Gates of {name} close twenty minutes before departure.", **fields)
+
+    docs = [
+        doc("good1"),
+        doc("title", title="Gates \udc80"),
+        doc("source", source="gates-\ud800.txt"),
+        doc("meta", metadata={"tags": ["ok", {"x": "gate \udfff"}]}),
+        doc("key", metadata={"gate\udc80": 1}),
+        doc("good2", metadata={"tags": ["fine"]}),
+    ]
+    with KnowledgeBase(tmp_path / "kb", models=Models(embedder=HashEmbedder())) as kb:
+        report = kb.add_documents(docs)
+        assert report.added == ["good1.txt", "good2.txt"]
+        assert report.failed == [
+            ("title.txt", f"the document's title is {SURROGATE} 6"),
+            ("source.txt", f"the document's source is {SURROGATE} 6"),
+            ("meta.txt", f"the document's metadata['tags'][1]['x'] is {SURROGATE} 5"),
+            ("key.txt", f"the document's metadata key is {SURROGATE} 4"),
+        ]
+        assert [d.doc_id for d in kb.store.documents()] == ["good1.txt", "good2.txt"]
+        assert kb.store.check() == []
+
+
+def llm_config(server: OpenAIServer) -> dict[str, Any]:
+    return {
+        "headers": {"llm": True},
+        "models": {"llm": "openai:test-model", "base_url": server.base_url, "cache": False},
+    }
+
+
+def test_an_llm_title_is_cleaned_of_lone_surrogates_and_cut_to_a_short_line(tmp_path: Path) -> None:
+    """A reply cut inside a surrogate pair loses the lone half instead of stopping the batch, and a
+    runaway one-line title is cut at a word boundary (the request asks for a short one, too)."""
+
+    def answer(request: dict[str, Any]) -> str:
+        prompt = request["messages"][-1]["content"]
+        if "Title:" not in prompt:
+            return "A summary."
+        if "Lounges" in prompt:
+            return "Lounge hours \ud83d"
+        return "The Title " + "word " * 3000
+
+    texts = {"a.txt": "Gates close early.", "b.txt": "Lounges open at six.", "c.txt": "Bags weigh 23 kg."}
+    docs = [text_document(name, text) for name, text in texts.items()]
+    with OpenAIServer(answer=answer) as server:
+        config = from_dict(llm_config(server))
+        models = Models(config.models, embedder=HashEmbedder())
+        with KnowledgeBase(tmp_path / "kb", config, models=models) as kb:
+            report = kb.add_documents(docs)
+            assert report.failed == []
+            assert report.added == list(texts)
+            headers = {
+                doc_id: kb.store._rows(
+                    "SELECT h.header FROM headers h JOIN chunks c USING (chunk_key) WHERE c.doc_id = ?",
+                    (doc_id,),
+                )[0][0]
+                for doc_id in texts
+            }
+        titles = [r.json for r in server.requests if "Title:" in r.json["messages"][-1]["content"]]
+    assert {r["max_tokens"] for r in titles} == {TITLE_TOKENS}
+    assert headers["b.txt"].splitlines()[0] == "Document: Lounge hours"
+    long_title = headers["a.txt"].splitlines()[0].removeprefix("Document: ")
+    assert long_title.startswith("The Title word word")
+    assert TITLE_CHARS - len(" word") < len(long_title) <= TITLE_CHARS
+    assert long_title.endswith("word")
