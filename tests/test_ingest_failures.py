@@ -1,12 +1,15 @@
 """One document's failure fails that document alone, named in the report, and the batch goes on: a string
-that is not valid Unicode text in what is stored (from the document, or from the LLM that titles it).
-Real SQLite stores; the LLM is the scripted loopback server."""
+that is not valid Unicode text in what is stored (from the document, or from the LLM that titles it),
+and a chunker's bug. Real SQLite stores; the LLM is the scripted loopback server."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
+from chunkwise.chunking import get_chunker
+from chunkwise.chunking.chunk import Chunk
 from chunkwise.config import from_dict
 from chunkwise.document import Document
 from chunkwise.ingest.headers import TITLE_CHARS, TITLE_TOKENS
@@ -14,9 +17,23 @@ from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from chunkwise.parsing.text import text_document
 from tests.support.fakes import HashEmbedder
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, Reply
 
 SURROGATE = "not valid Unicode text: a lone surrogate at character"
+
+
+class BuggyChunker:
+    """A plugin chunker with a bug on one document (an ``IndexError`` on text that mentions bamboo)."""
+
+    name = "buggy"
+
+    def __init__(self, **params: Any) -> None:
+        self.inner = get_chunker("recursive", **params)
+
+    def chunk(self, doc: Document) -> list[Chunk]:
+        if "bamboo" in doc.text:
+            return [[]][0][0]  # type: ignore[no-any-return]
+        return self.inner.chunk(doc)
 
 
 def test_a_lone_surrogate_in_a_stored_string_fails_its_document_alone(tmp_path: Path) -> None:
@@ -86,3 +103,47 @@ def test_an_llm_title_is_cleaned_of_lone_surrogates_and_cut_to_a_short_line(tmp_
     assert long_title.startswith("The Title word word")
     assert TITLE_CHARS - len(" word") < len(long_title) <= TITLE_CHARS
     assert long_title.endswith("word")
+
+
+def test_a_chunker_bug_fails_its_file_alone(tmp_path: Path) -> None:
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name, text in [("a.txt", "Gates close."), ("b.txt", "The bamboo lounge."), ("c.txt", "Bags.")]:
+        (folder / name).write_text(text + "\n")
+    config = from_dict({"chunking": {"name": f"{__name__}:BuggyChunker"}})
+    with KnowledgeBase(tmp_path / "kb", config, models=Models(embedder=HashEmbedder())) as kb:
+        report = kb.add([folder])
+        assert report.added == [(folder / "a.txt").as_posix(), (folder / "c.txt").as_posix()]
+        assert report.failed == [
+            ((folder / "b.txt").as_posix(), "unexpected IndexError: list index out of range")
+        ]
+        assert kb.store.check() == []
+    assert json.dumps(report.to_dict())  # the report stays JSON-ready
+
+
+def test_a_text_the_embedder_refuses_fails_its_document_alone(tmp_path: Path) -> None:
+    """The remote embedder refuses the call holding three documents (HTTP 400, as for a text past its
+    context length): each document is embedded alone, and only the one refused again fails, named."""
+    docs = [
+        text_document(f"{name}.txt", f"{name.title()} close at six.") for name in ("big", "gates", "bags")
+    ]
+    with OpenAIServer() as server:
+        config = from_dict(
+            {
+                "headers": {"enabled": False},
+                "models": {"embedder": "openai:emb-test", "base_url": server.base_url, "cache": False},
+            }
+        )
+        with KnowledgeBase(tmp_path / "kb", config) as kb:
+            kb.add_documents([])  # records the embedder (its probe call), so the script starts below
+            server.requests.clear()
+            server.script(Reply.error(400), Reply.error(400))  # the call of three, then big.txt alone
+            report = kb.add_documents(docs)
+            stored = [d.doc_id for d in kb.store.documents()]
+            assert kb.store.check() == []
+        calls = [len(r.json["input"]) for r in server.requests if r.path == "/v1/embeddings"]
+    assert calls == [3, 1, 1, 1]
+    assert [source for source, _ in report.failed] == ["big.txt"]
+    assert "HTTP 400" in report.failed[0][1]
+    assert report.added == ["gates.txt", "bags.txt"]
+    assert stored == ["bags.txt", "gates.txt"]

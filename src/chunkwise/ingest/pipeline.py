@@ -1,15 +1,16 @@
 """The ingest pipeline: files or documents -> parse -> chunk -> contextual headers -> embed -> store.
 
 Documents are prepared one at a time (parsed, chunked, given headers) and embedded in calls of at most
-``retrieval.embed_batch`` chunks, a long document over several calls (with progress events between them);
-each document is stored in its own transaction as soon as its chunks are embedded, so a crash leaves every
-document whole or absent and memory follows one document, not the whole batch. A file that cannot be
-parsed or chunked is reported and the batch goes on, as is one with a string that is not valid Unicode
-text (a lone surrogate in its title, source or metadata, or in a header made for it). A document whose
-content and ingest settings (:meth:`PipelineConfig.ingest_fingerprint`) match the stored version is
-skipped. A model budget spent mid-batch stops the batch after storing the documents already prepared.
-Every model call (chunkers, headers, the embedder) goes through the run's
-:class:`~chunkwise.models.Models`, so its ledger holds them all and its budget bounds them all.
+``retrieval.embed_batch`` chunks, a long document over several calls (with progress events between
+them); each document is stored in its own transaction as soon as its chunks are embedded, so a crash
+leaves every document whole or absent and memory follows one document, not the whole batch. A file that
+cannot be parsed or chunked (a parser's or chunker's bug included) is reported and the batch goes on, as
+is one with a string that is not valid Unicode text (a lone surrogate in its title, source or metadata,
+or in a header made for it). A document whose content and ingest settings
+(:meth:`PipelineConfig.ingest_fingerprint`) match the stored version is skipped. A model budget spent
+mid-batch stops the batch after storing the documents already prepared. Every model call (chunkers,
+headers, the embedder) goes through the run's :class:`~chunkwise.models.Models`, so its ledger holds
+them all and its budget bounds them all.
 """
 
 from __future__ import annotations
@@ -30,7 +31,14 @@ from chunkwise.chunking.limits import chunk_within
 from chunkwise.chunking.tokens import get_counter
 from chunkwise.config import PipelineConfig
 from chunkwise.document import Document, lone_surrogate, path_id
-from chunkwise.errors import BudgetExceededError, ChunkwiseError, NotUnicodeError, failure_reason
+from chunkwise.errors import (
+    BudgetExceededError,
+    ChunkwiseError,
+    ModelCallError,
+    ModelError,
+    NotUnicodeError,
+    failure_reason,
+)
 from chunkwise.ingest.headers import ContextualHeaders
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
@@ -40,6 +48,9 @@ from chunkwise.models.protocols import Vectors, embedder_version
 from chunkwise.parsing.limits import ParseLimits
 from chunkwise.store.dense import unit_means
 from chunkwise.store.protocol import Store
+
+#: HTTP statuses by which a remote model refuses a request for what it holds (too long, malformed).
+REFUSED_INPUT = frozenset({400, 413, 422})
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,12 +268,16 @@ class _Batch:
         except ChunkwiseError as exc:
             self.fail(doc.source or doc.id, failure_reason(exc))
             return
+        except Exception as exc:  # a chunker bug (a plugin's, say) must not end the batch either
+            self.fail(doc.source or doc.id, unexpected(exc))
+            return
         if sum(p.embedded_count for p in self.pending) >= self.pipeline.config.retrieval.embed_batch:
             self.flush()
 
     def flush(self) -> None:
         """Embed the pending chunks in calls of at most ``embed_batch`` texts and store each pending
-        document, in its own transaction, as soon as all its chunks are embedded.
+        document, in its own transaction, as soon as all its chunks are embedded; a document whose text
+        the embedder refuses (see :meth:`embed`) fails alone.
 
         Only one call's texts exist at a time; besides them, the pending documents' vectors (for a long
         document, its own alone) are all that is held, so memory follows one document, not the batch."""
@@ -271,23 +286,72 @@ class _Batch:
         rows = [p.embedded for p in pending]
         vectors = [np.empty((len(r), self.embedder.dim), dtype=np.float32) for r in rows]
         positions = ((i, n) for i, item_rows in enumerate(rows) for n in range(len(item_rows)))
+        refused: dict[int, str] = {}
         stored = 0
         while part := list(islice(positions, size)):
-            texts = [pending[i].text(rows[i][n]) for i, n in part]
-            began = time.perf_counter()
-            embedded = self.embedder.embed(texts)
-            self.report.embed_seconds += time.perf_counter() - began
-            for (i, n), vector in zip(part, embedded, strict=True):
-                vectors[i][n] = vector
+            self.embed(pending, rows, part, vectors, refused)
             last, n = part[-1]
             whole = last + 1 if n + 1 == len(rows[last]) else last
             for index in range(stored, whole):
-                self.store(pending[index], vectors[index])
+                if index in refused:
+                    self.fail(pending[index].doc.source or pending[index].doc.id, refused[index])
+                else:
+                    self.store(pending[index], vectors[index])
             stored = max(stored, whole)
             if whole == last:  # the call ended inside a long document
                 self.embedding(pending[last], min(rows[last][n] + 1, len(pending[last].chunks)))
         for index in range(stored, len(pending)):  # documents without chunks left after the last call
             self.store(pending[index], vectors[index])
+
+    def embed(
+        self,
+        pending: list[Prepared],
+        rows: list[list[int]],
+        part: list[tuple[int, int]],
+        vectors: list[Vectors],
+        refused: dict[int, str],
+    ) -> None:
+        """Embed the rows of ``part`` (``(i, n)``: the ``n``-th of ``rows[i]``, the embedded rows of
+        ``pending[i]``) into ``vectors``, but those of documents already in ``refused``.
+
+        One call holds the texts of several documents. When the embedder refuses it for what it read
+        (:func:`refused_input`: a text past a remote model's context length, say), each document's rows
+        are embedded in a call of their own, and those refused again put their document in ``refused``
+        with the reason, so that only it fails. A budget, connection or server error ends the batch."""
+        part = [(i, n) for i, n in part if i not in refused]
+        owners = list(dict.fromkeys(i for i, _ in part))
+        try:
+            self.embed_rows(pending, rows, part, vectors)
+        except ModelError as exc:
+            if not refused_input(exc):
+                raise
+            if len(owners) == 1:
+                refused[owners[0]] = failure_reason(exc)
+                return
+            for owner in owners:
+                try:
+                    self.embed_rows(pending, rows, [(i, n) for i, n in part if i == owner], vectors)
+                except ModelError as alone:
+                    if not refused_input(alone):
+                        raise
+                    refused[owner] = failure_reason(alone)
+
+    def embed_rows(
+        self,
+        pending: list[Prepared],
+        rows: list[list[int]],
+        part: list[tuple[int, int]],
+        vectors: list[Vectors],
+    ) -> None:
+        """Embed the rows of ``part`` (as in :meth:`embed`) in one call into ``vectors``."""
+        if not part:
+            return
+        texts = [pending[i].text(rows[i][n]) for i, n in part]
+        began = time.perf_counter()
+        embedded = self.embedder.embed(texts)
+        self.report.embed_seconds += time.perf_counter() - began
+        for (i, n), vector in zip(part, embedded, strict=True):
+            vectors[i][n] = vector
 
     def embedding(self, item: Prepared, embedded: int) -> None:
         """Report that ``embedded`` of ``item``'s chunks are embedded."""
@@ -349,6 +413,24 @@ def _first_lone_surrogate(named: Iterable[tuple[str, str]]) -> str:
     return ""
 
 
+def refused_input(exc: ModelError) -> bool:
+    """Whether an embedding call's error may come from one of the texts it read, so that the texts of
+    each document are worth a call of their own: a remote model that refused the request (HTTP 400, 413
+    or 422), or a model error that is not about the call's transport or budget. A spent budget, a
+    server that does not answer or keeps failing, or a refused key is the same for every document."""
+    if isinstance(exc, BudgetExceededError):
+        return False
+    if isinstance(exc, ModelCallError):
+        return exc.status in REFUSED_INPUT
+    return True
+
+
+def unexpected(exc: Exception) -> str:
+    """The failure reason of an exception chunkwise does not raise on purpose (a bug in a parser or a
+    chunker): reported against its file like any failure, so that it does not end the batch."""
+    return f"unexpected {type(exc).__name__}: {exc}"
+
+
 def parse_one(file: Path, limits: ParseLimits) -> Document | Failure:
     """``file`` parsed within ``limits``, or the reason it could not be, named as its document id would
     be (:func:`~chunkwise.document.path_id`)."""
@@ -372,4 +454,4 @@ def _attempt(source: str, parse: Callable[[], Document]) -> Document | Failure:
     except (ChunkwiseError, OSError) as exc:
         return Failure(source, failure_reason(exc))
     except Exception as exc:  # a parser bug must not end the batch; it is reported as such
-        return Failure(source, f"unexpected {type(exc).__name__}: {exc}")
+        return Failure(source, unexpected(exc))

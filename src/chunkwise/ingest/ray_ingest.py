@@ -17,10 +17,10 @@ The result equals a serial ingest: the same documents, chunk ids, texts and head
 embedder (name, dimension and package version, checked by every actor against the one recorded); the
 vectors differ only as model batches make them differ (float rounding, and the default INT8 embedder's
 activation scales, set per batch: a cosine above 0.99 to the serial vectors). A file that cannot be
-parsed or chunked is reported as a serial ingest reports it. Ray retries the tasks and restarts the
-actors of a worker that dies; documents committed before stay committed, and a re-run stores the rest.
-Each worker process keeps its own model ledger and budget: ``--max-cost`` bounds each worker, not the
-cluster, and a spent budget fails the documents it stops rather than the whole run.
+parsed or chunked (a chunker's bug included) is reported as a serial ingest reports it. Ray retries the
+tasks and restarts the actors of a worker that dies; documents committed before stay committed, and a
+re-run stores the rest. Each worker process keeps its own model ledger and budget: ``--max-cost`` bounds
+each worker, not the cluster, and a spent budget fails the documents it stops rather than the whole run.
 
 The driver loads the embedder once to record it in the store and fingerprint the settings (as a serial
 ingest does), then reads the results as they arrive, for the progress bar and the report. Imported only
@@ -47,7 +47,15 @@ from chunkwise.config import PipelineConfig
 from chunkwise.document import path_id
 from chunkwise.errors import ChunkwiseError, ClusterError, failure_reason
 from chunkwise.ingest.paths import expand_paths
-from chunkwise.ingest.pipeline import Failure, IngestPipeline, Prepared, chunk_texts, not_unicode, parse_one
+from chunkwise.ingest.pipeline import (
+    Failure,
+    IngestPipeline,
+    Prepared,
+    chunk_texts,
+    not_unicode,
+    parse_one,
+    unexpected,
+)
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
 from chunkwise.models.context import Models
 from chunkwise.models.protocols import Vectors
@@ -149,6 +157,8 @@ def prepare_row(row: dict[str, Any], job: Job) -> dict[str, Any]:
             outcome = Outcome(item.id, "prepared", prepared=pipeline.prepare(item))
         except ChunkwiseError as exc:
             outcome = Outcome(item.source or item.id, "failed", failure_reason(exc))
+        except Exception as exc:  # a chunker bug fails its file, as in a serial ingest
+            outcome = Outcome(item.source or item.id, "failed", unexpected(exc))
     return {"outcome": pickle.dumps(outcome)}
 
 
