@@ -11,6 +11,9 @@ from chunkwise.config import from_dict
 from chunkwise.errors import BudgetExceededError
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
+from chunkwise.models.managed import estimate_tokens
+from chunkwise.parsing.text import text_document
+from tests.support.fakes import HashEmbedder
 from tests.support.openai_server import OpenAIServer
 
 #: Dollars per million tokens: 0.001 $ a token, so a W-RAC planning call costs about a dollar.
@@ -57,3 +60,36 @@ def test_ingest_stops_at_the_budget_before_the_call_that_would_cross_it(
     assert len(llm_calls) == len([r for r in server.requests if r.path == "/v1/chat/completions"])
     assert models.totals().cost <= budget
     assert stored == [files[0].as_posix()]  # the document prepared before the budget ran out is stored
+
+
+def test_a_spent_token_budget_still_stores_the_documents_prepared_before_it(tmp_path: Path) -> None:
+    """``max_tokens`` counts embedding tokens too: the budget that lets the LLM title the first document
+    but not the second would also refuse the embedding of the first. That embedding finishes work the
+    budget paid for, so it is made (and recorded), the first document is stored, and the error raised
+    is the LLM's."""
+    long = text_document("long.txt", " ".join(f"Sentence {i} about lounges and gates." for i in range(60)))
+    short = text_document("short.txt", "Bags weigh 23 kg.")
+
+    def config(server: OpenAIServer, max_tokens: int | None) -> dict[str, object]:
+        models = {"llm": "openai:test-model", "base_url": server.base_url, "cache": False}
+        return {"headers": {"llm": True, "summary": False}, "models": {**models, "max_tokens": max_tokens}}
+
+    # a long reply: its output tokens alone leave no room for the next call
+    with OpenAIServer(answer=lambda request: "A Title " + "word " * 1000) as server:
+        probe = from_dict(config(server, None))
+        probe_models = Models(probe.models, embedder=HashEmbedder())
+        with KnowledgeBase(tmp_path / "probe", probe, models=probe_models) as kb:
+            kb.add_documents([long])
+        assert [r.role for r in probe_models.ledger.records] == ["llm", "embedder"]
+        # what the budget check estimates for the first title call: it is made, and nothing after it
+        budget = estimate_tokens(server.requests[0].json["messages"][-1]["content"])
+        assert probe_models.ledger.records[0].output_tokens > budget
+
+        settings = from_dict(config(server, budget))
+        models = Models(settings.models, embedder=HashEmbedder())
+        with KnowledgeBase(tmp_path / "kb", settings, models=models) as kb:
+            with pytest.raises(BudgetExceededError, match="test-model: token budget exceeded"):
+                kb.add_documents([long, short])
+            assert [info.doc_id for info in kb.store.documents()] == ["long.txt"]
+            assert kb.store.check() == []
+    assert [r.role for r in models.ledger.records] == ["llm", "embedder"]

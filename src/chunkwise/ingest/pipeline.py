@@ -7,10 +7,18 @@ leaves every document whole or absent and memory follows one document, not the w
 cannot be parsed or chunked (a parser's or chunker's bug included) is reported and the batch goes on, as
 is one with a string that is not valid Unicode text (a lone surrogate in its title, source or metadata,
 or in a header made for it). A document whose content and ingest settings
-(:meth:`PipelineConfig.ingest_fingerprint`) match the stored version is skipped. A model budget spent
-mid-batch stops the batch after storing the documents already prepared. Every model call (chunkers,
-headers, the embedder) goes through the run's :class:`~chunkwise.models.Models`, so its ledger holds
-them all and its budget bounds them all.
+(:meth:`PipelineConfig.ingest_fingerprint`) match the stored version is skipped.
+
+Every model call (chunkers, headers, the embedder) goes through the run's
+:class:`~chunkwise.models.Models`, so its ledger holds them all and its budget (``models.max_cost``,
+``models.max_tokens``) bounds them all, embedding included: a call that would cross it is not made, and
+the batch stops there. The one exception is the embedding of the documents already prepared when that
+happens: their LLM calls (chunking, titles, summaries) were made and paid for, so they are embedded
+(:func:`~chunkwise.models.accounting.unbudgeted`: recorded, counted, not refused) and stored before the
+batch stops with the budget's error. That embedding is of fewer than ``retrieval.embed_batch`` texts
+(pending documents are embedded once they reach it), so the budget is overrun by at most that much, and
+only where embedding has a price (a local embedder's costs nothing; its tokens count against
+``max_tokens``).
 """
 
 from __future__ import annotations
@@ -43,6 +51,7 @@ from chunkwise.ingest.headers import ContextualHeaders
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
 from chunkwise.ingest.windows import window_spans
+from chunkwise.models.accounting import unbudgeted
 from chunkwise.models.context import Models
 from chunkwise.models.protocols import Vectors, embedder_version
 from chunkwise.parsing.limits import ParseLimits
@@ -263,7 +272,8 @@ class _Batch:
         try:
             self.pending.append(self.pipeline.prepare(doc))
         except BudgetExceededError:
-            self.flush()  # keep the documents already prepared, then stop the whole batch
+            with unbudgeted():  # keep the documents already prepared, then stop the whole batch
+                self.flush()
             raise
         except ChunkwiseError as exc:
             self.fail(doc.source or doc.id, failure_reason(exc))

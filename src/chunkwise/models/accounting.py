@@ -37,6 +37,24 @@ def stage(name: str) -> Iterator[None]:
         _STAGE.reset(token)
 
 
+#: Set inside :func:`unbudgeted`: calls are recorded but not checked against the budget.
+_UNBUDGETED: contextvars.ContextVar[bool] = contextvars.ContextVar("chunkwise_unbudgeted", default=False)
+
+
+@contextlib.contextmanager
+def unbudgeted() -> Iterator[None]:
+    """Make the model calls inside the block (in this thread or task) without checking them against the
+    budget; they are recorded and count in the totals as any call.
+
+    For the calls that finish work the budget already paid for: when a spent budget stops an ingest, it
+    embeds the documents already prepared (their LLM calls made) rather than throw them away."""
+    token = _UNBUDGETED.set(True)
+    try:
+        yield
+    finally:
+        _UNBUDGETED.reset(token)
+
+
 def current_stage(explicit: str = "") -> str:
     """``explicit`` when given, else the stage of the enclosing :func:`stage` block (``""`` outside)."""
     return explicit or _STAGE.get()
@@ -131,7 +149,10 @@ class Ledger:
             self._records.append(record)
 
     def check(self, model: str, tokens: int, cost: float) -> None:
-        """Raise :class:`BudgetExceededError` if a call of ``tokens``/``cost`` would cross the budget."""
+        """Raise :class:`BudgetExceededError` if a call of ``tokens``/``cost`` would cross the budget
+        (never inside :func:`unbudgeted`)."""
+        if _UNBUDGETED.get():
+            return
         spent = self.totals()
         limits = self.budget
         if limits.max_tokens is not None and spent.tokens + tokens > limits.max_tokens:
