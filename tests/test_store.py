@@ -6,17 +6,19 @@ from __future__ import annotations
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunkwise.errors import SchemaVersionError
+from chunkwise.errors import ConfigError, SchemaVersionError
 from chunkwise.store import StoreSettings
 from chunkwise.store.dense import DenseIndex, unit_means
 from chunkwise.store.lexical import LexicalIndex
@@ -76,6 +78,34 @@ def test_check_embedder_refuses_another_model(tmp_path):
         store.check_embedder("a", 8)
         with pytest.raises(Exception, match="built with embedder 'a'"):
             store.check_embedder("b", 8)
+
+
+def test_two_ingests_on_an_empty_store_cannot_both_record_their_embedder(tmp_path):
+    """An ingest that finds no embedder recorded, while another process holds the writer lock to record
+    its own, checks against that one once it gets the lock, instead of overwriting it."""
+    with SQLiteStore(tmp_path / "kb") as store:
+        refused: list[Exception] = []
+
+        def check() -> None:
+            try:
+                store.check_embedder("b", 16)
+            except ConfigError as exc:
+                refused.append(exc)
+
+        other = sqlite3.connect(store.path, isolation_level=None)
+        try:
+            other.execute("BEGIN IMMEDIATE")  # the other ingest holds the writer lock, about to record
+            checking = threading.Thread(target=check)
+            checking.start()
+            time.sleep(0.5)  # this one has found the embedder missing and waits for the lock
+            other.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", [("embedder", "a"), ("dim", "8")])
+            other.execute("COMMIT")
+        finally:
+            other.close()
+        checking.join()
+        assert len(refused) == 1
+        assert "built with embedder 'a'" in str(refused[0])
+        assert (store.meta("embedder"), store.meta("dim")) == ("a", "8")
 
 
 def test_replace_and_delete(tmp_path):

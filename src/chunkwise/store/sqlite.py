@@ -371,14 +371,22 @@ class SQLiteStore:
         """:class:`ConfigError` if vectors of another embedder (name, dimension or package version) fill
         this store: their cosines with this one's vectors mean nothing. An empty store records the
         embedder when ``record`` (ingest); a search (``record=False``) only checks. Stores written before
-        versions were recorded are checked by name and dimension."""
-        stored = self.meta("embedder")
-        if stored is None:
-            if record:
-                with self._write(bump=False) as db:
-                    db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (name,))
+        versions were recorded are checked by name and dimension.
+
+        Recording reads the store again inside its write transaction (which holds the writer lock), so
+        of two ingests that start on an empty store with different embedders, the second checks against
+        the first's instead of overwriting it (the store would hold vectors of two sizes)."""
+        if record and self.meta("embedder") is None:
+            with self._write(bump=False) as db:
+                taken = db.execute("SELECT 1 FROM meta WHERE key = 'embedder'").fetchone() is not None
+                if not taken:
+                    db.execute("INSERT INTO meta VALUES ('embedder', ?)", (name,))
                     db.execute("INSERT OR REPLACE INTO meta VALUES ('dim', ?)", (str(dim),))
                     db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_version', ?)", (version,))
+            if not taken:
+                return
+        stored = self.meta("embedder")
+        if stored is None:
             return
         recorded = (stored, self.meta("dim") or "?", self.meta("embedder_version") or "")
         check_recorded_embedder(self.location, recorded, (name, dim, version), "directory")
