@@ -107,6 +107,27 @@ def test_unchanged_skipped_changed_replaced_deleted(tmp_path, embedder, docs):
         assert kb.add_documents(docs[1:2]).replaced == [docs[1].id]  # new chunking settings re-ingest
 
 
+def test_a_file_whose_title_changed_and_text_did_not_is_replaced(tmp_path, embedder):
+    """The title (here an HTML ``<title>``) goes into every chunk header: a file whose text is the same
+    but whose title changed is ingested again, not skipped; one unchanged in every stored field is
+    skipped."""
+    page = tmp_path / "policy.html"
+    body = "<body><h1>Checked bags</h1><p>Bags may weigh 23 kg.</p></body>"
+    with KnowledgeBase(tmp_path / "kb", models=Models(embedder=embedder)) as kb:
+        page.write_text(f"<html><head><title>Old Baggage Policy 2019</title></head>{body}</html>")
+        assert kb.add([page]).added == [page.as_posix()]
+        assert kb.add([page]).skipped == [page.as_posix()]
+        page.write_text(f"<html><head><title>New Baggage Policy 2025</title></head>{body}</html>")
+        assert kb.add([page]).replaced == [page.as_posix()]
+        assert kb.store.document(page.as_posix()).title == "New Baggage Policy 2025"
+        [hit] = kb.search("checked bags weight", k=1)
+        assert "New Baggage Policy 2025" in hit.header
+        assert kb.add([page]).skipped == [page.as_posix()]
+        tagged = dataclasses.replace(kb.store.document(page.as_posix()), metadata={"tags": ("bags",)})
+        assert kb.add_documents([tagged]).replaced == [page.as_posix()]
+        assert kb.add_documents([tagged]).skipped == [page.as_posix()]  # a tuple is stored as a list
+
+
 def test_a_new_chunking_revision_re_ingests(tmp_path, embedder, docs, monkeypatch):
     with KnowledgeBase(tmp_path / "kb", models=Models(embedder=embedder)) as kb:
         kb.add_documents(docs[:1])

@@ -48,6 +48,7 @@ from tests.support.store import (
     assert_embedder_recorded_and_checked,
     best_scores,
     best_windows,
+    fixed_chunks,
     put,
     unit_vectors,
     window_owners,
@@ -82,6 +83,20 @@ def test_round_trip_replace_delete_and_check(pg_url):
         assert store.counts() == {"documents": 0, "chunks": 0, "vectors": 0}
         assert store.bm25("refunds", 3) == []
         assert store.check() == []
+
+
+def test_put_skips_only_a_document_stored_alike(pg_url):
+    """The same text and fingerprint under another title is a changed document: replaced, not skipped."""
+    chunks = fixed_chunks(DOC, 40)
+    headers, vectors = [f"Document: {DOC.id}"] * len(chunks), unit_vectors(len(chunks))
+    retitled = dataclasses.replace(DOC, title="Another guide")
+    with open_store(pg_url) as store:
+        store.check_embedder("test", 8)
+        assert store.put(DOC, chunks, headers, vectors, fingerprint="f1") == "added"
+        assert store.put(DOC, chunks, headers, vectors, fingerprint="f1") == "skipped"
+        assert store.put(retitled, chunks, headers, vectors, fingerprint="f1") == "replaced"
+        assert store.document(DOC.id).title == "Another guide"
+        assert store.put(retitled, chunks, headers, vectors, fingerprint="f1") == "skipped"
 
 
 def test_put_reports_a_skip_inside_its_transaction(pg_url):

@@ -119,6 +119,14 @@ class Document:
         """SHA-256 hex digest of the canonical text."""
         return hashlib.sha256(self.text.encode("utf-8")).hexdigest()
 
+    def stored_alike(self, other: Document) -> bool:
+        """Whether ``other`` has the same source, title, format, metadata (compared as the JSON a store
+        keeps: a tuple equals its list) and units as this document: what, besides the text, a store keeps
+        and the chunk headers and sections are made of. The ingest skips a document only when its text,
+        settings and all of these are unchanged (a changed HTML ``<title>`` with the same text is a
+        changed document)."""
+        return _stored_form(self) == _stored_form(other)
+
     def unit(self, unit_id: str) -> Unit:
         """The unit with this id; ``KeyError`` if absent."""
         for unit in self.units:
@@ -194,3 +202,9 @@ class Document:
     def from_json(cls, raw: str) -> Document:
         """Parse :meth:`to_json` output."""
         return cls.from_dict(json.loads(raw))
+
+
+def _stored_form(doc: Document) -> tuple[Any, ...]:
+    """What a store keeps of ``doc`` besides its id and text, in a comparable form."""
+    metadata = json.loads(json.dumps(doc.metadata, ensure_ascii=False))
+    return (doc.source, doc.title, doc.format, metadata, [unit.to_dict() for unit in doc.units])

@@ -7,7 +7,8 @@ leaves every document whole or absent and memory follows one document, not the w
 cannot be parsed or chunked (a parser's or chunker's bug included) is reported and the batch goes on, as
 is one with a string that is not valid Unicode text (a lone surrogate in its title, source or metadata,
 or in a header made for it). A document whose content and ingest settings
-(:meth:`PipelineConfig.ingest_fingerprint`) match the stored version is skipped.
+(:meth:`PipelineConfig.ingest_fingerprint`) and stored fields (title, metadata, units: see
+:meth:`IngestPipeline.unchanged`) match the stored version is skipped.
 
 Every model call (chunkers, headers, the embedder) goes through the run's
 :class:`~chunkwise.models.Models`, so its ledger holds them all and its budget (``models.max_cost``,
@@ -187,8 +188,17 @@ class IngestPipeline:
         return config.ingest_fingerprint(embedder.name)
 
     def unchanged(self, doc: Document, fingerprint: str) -> bool:
-        """True when the store holds ``doc`` with the same content and ingest fingerprint."""
-        return self.store.state(doc.id) == (doc.content_hash, fingerprint)
+        """True when the store holds ``doc`` with the same content and ingest fingerprint, and the same
+        title, source, format, metadata and units (:meth:`Document.stored_alike`): these go into the
+        chunk headers, so a document whose text is the same but whose title changed is ingested again.
+        They are compared with what the store holds, not with a hash of them recorded beside it, so
+        stores written before are not ingested again for nothing."""
+        if self.store.state(doc.id) != (doc.content_hash, fingerprint):
+            return False
+        try:
+            return self.store.document(doc.id).stored_alike(doc)
+        except KeyError:  # deleted meanwhile
+            return False
 
     def store_prepared(self, item: Prepared, vectors: Vectors, fingerprint: str) -> Status:
         """Store a prepared document with its vectors (one a chunk, then one a window) in one transaction;

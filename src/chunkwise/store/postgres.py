@@ -528,7 +528,8 @@ class PostgresStore:
     ) -> Status:
         """Store ``doc`` with its chunks, headers and vectors, replacing any earlier version, in one
         transaction under the document's advisory lock. Returns what was committed: ``added``,
-        ``replaced``, or ``skipped`` when the same content and fingerprint were stored meanwhile.
+        ``replaced``, or ``skipped`` when the same content, fingerprint and stored fields
+        (:meth:`Document.stored_alike`) were stored meanwhile.
         ``windows``: the passage windows' vectors, each with the index of its chunk in ``chunks``."""
         if not len(chunks) == len(headers) == vectors.shape[0]:
             raise ValueError("chunks, headers and vectors must have one entry each per chunk")
@@ -542,7 +543,8 @@ class PostgresStore:
             stored = conn.execute(
                 f"SELECT content_hash, fingerprint FROM {s}.documents WHERE doc_id = %s", (doc.id,)
             ).fetchone()
-            if stored is not None and tuple(stored) == (doc.content_hash, fingerprint):
+            same = stored is not None and tuple(stored) == (doc.content_hash, fingerprint)
+            if same and self._document(conn, doc.id).stored_alike(doc):
                 return "skipped"
             removed = self._delete(conn, doc.id) if stored is not None else (0, 0, 0)
             conn.execute(
@@ -690,18 +692,22 @@ class PostgresStore:
     def document(self, doc_id: str) -> Document:
         """The stored document, units included; ``KeyError`` if absent."""
         with self._conn() as conn:
-            row = conn.execute(
-                f"SELECT doc_id, text, title, source, format, metadata FROM {self._s}.documents"
-                " WHERE doc_id = %s",
-                (doc_id,),
-            ).fetchone()
-            if row is None:
-                raise KeyError(doc_id)
-            units = conn.execute(
-                f'SELECT unit_id, kind, start, "end", level, parent, page FROM {self._s}.units'
-                " WHERE doc_id = %s ORDER BY seq",
-                (doc_id,),
-            ).fetchall()
+            return self._document(conn, doc_id)
+
+    def _document(self, conn: Any, doc_id: str) -> Document:
+        """:meth:`document`, read on ``conn`` (inside a transaction of its own, say)."""
+        row = conn.execute(
+            f"SELECT doc_id, text, title, source, format, metadata FROM {self._s}.documents"
+            " WHERE doc_id = %s",
+            (doc_id,),
+        ).fetchone()
+        if row is None:
+            raise KeyError(doc_id)
+        units = conn.execute(
+            f'SELECT unit_id, kind, start, "end", level, parent, page FROM {self._s}.units'
+            " WHERE doc_id = %s ORDER BY seq",
+            (doc_id,),
+        ).fetchall()
         doc_id, text, title, source, fmt, metadata = row
         return Document(
             doc_id,

@@ -411,8 +411,9 @@ class SQLiteStore:
     ) -> Status:
         """Store ``doc`` with its chunks, headers and vectors, replacing any earlier version, atomically.
 
-        Returns what was committed: ``added``, ``replaced``, or ``skipped`` when the same content and
-        fingerprint were stored meanwhile (by another writer). ``windows``: the passage windows' vectors,
+        Returns what was committed: ``added``, ``replaced``, or ``skipped`` when the same content,
+        fingerprint and stored fields (:meth:`Document.stored_alike`) were stored meanwhile (by another
+        writer). ``windows``: the passage windows' vectors,
         each with the index of its chunk in ``chunks``."""
         if not len(chunks) == len(headers) == vectors.shape[0]:
             raise ValueError("chunks, headers and vectors must have one entry each per chunk")
@@ -420,7 +421,8 @@ class SQLiteStore:
             stored = db.execute(
                 "SELECT content_hash, fingerprint FROM documents WHERE doc_id = ?", (doc.id,)
             ).fetchone()
-            if stored is not None and tuple(stored) == (doc.content_hash, fingerprint):
+            same = stored is not None and tuple(stored) == (doc.content_hash, fingerprint)
+            if same and self.document(doc.id).stored_alike(doc):  # read in this transaction
                 return "skipped"
             replaced = self._delete(db, doc.id)
             db.execute(
