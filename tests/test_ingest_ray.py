@@ -146,6 +146,27 @@ def test_a_second_run_in_the_same_process_reads_the_store_anew(ray_cluster, tmp_
         assert kb.store.counts()["documents"] == 2
 
 
+def test_a_spent_budget_in_the_actors_fails_the_documents_it_stops(pg_server, ray_cluster, tmp_path):
+    """Each worker's token budget refuses its embedding calls: every document fails, named in the
+    report with the budget's one-line reason, and the run ends normally."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    names = [f"note{i}.md" for i in range(4)]
+    for name in names:
+        (folder / name).write_text(f"# {name}\n\n" + "Checked bags may weigh 23 kg in economy. " * 20 + "\n")
+    config = from_dict({"models": {"cache": False, "max_tokens": 20}})
+    url = pg_server.url("ray_budget")
+    with KnowledgeBase(url, config) as kb:
+        report = kb.add([folder], ray="auto")
+        assert kb.store.counts()["documents"] == 0
+        assert kb.store.check() == []
+    assert sorted(source for source, _ in report.failed) == [(folder / name).as_posix() for name in names]
+    for _, reason in report.failed:
+        assert "token budget exceeded" in reason
+        assert "\n" not in reason
+    assert report.added == report.skipped == []
+
+
 def embed_workers() -> list[int]:
     """Process ids of the Ray actors that embed (their process title names the operator)."""
     import psutil

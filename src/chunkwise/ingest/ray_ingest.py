@@ -20,7 +20,12 @@ activation scales, set per batch: a cosine above 0.99 to the serial vectors). A 
 parsed or chunked (a chunker's bug included) is reported as a serial ingest reports it. Ray retries the
 tasks and restarts the actors of a worker that dies; documents committed before stay committed, and a
 re-run stores the rest. Each worker process keeps its own model ledger and budget: ``--max-cost`` bounds
-each worker, not the cluster, and a spent budget fails the documents it stops rather than the whole run.
+each worker, not the cluster. An error of the embedder or of a server store in an actor fails the
+documents it stops, named in the report, rather than the whole run: a spent budget or a server that
+keeps failing fails the documents of each batch it meets; a text the embedder refuses fails its
+document alone, as in a serial ingest. An error that does end the run (a worker's embedder not the one
+recorded, the cluster lost) is raised as the worker's own typed error, or as a one-line
+:class:`ClusterError`.
 
 The driver loads the embedder once to record it in the store and fingerprint the settings (as a serial
 ingest does), then reads the results as they arrive, for the progress bar and the report. Imported only
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import pickle
+import re
 import socket
 import time
 import uuid
@@ -45,7 +51,7 @@ import numpy as np
 
 from chunkwise.config import PipelineConfig
 from chunkwise.document import path_id
-from chunkwise.errors import ChunkwiseError, ClusterError, failure_reason
+from chunkwise.errors import ChunkwiseError, ClusterError, ModelError, failure_reason
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.pipeline import (
     Failure,
@@ -54,6 +60,7 @@ from chunkwise.ingest.pipeline import (
     chunk_texts,
     not_unicode,
     parse_one,
+    refused_input,
     unexpected,
 )
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
@@ -175,9 +182,49 @@ class Embed:
         self.embedder = self.pipeline.models.embedder()
 
     def __call__(self, batch: dict[str, Any]) -> dict[str, list[bytes]]:
-        """The batch's outcomes, each prepared document embedded (and, for a server store, stored)."""
+        """The batch's outcomes, each prepared document embedded (and, for a server store, stored), or
+        failed with the reason: an error of the embedder or the store fails the documents it stops, not
+        the run (see :meth:`embed`)."""
         outcomes: list[Outcome] = [pickle.loads(blob) for blob in batch["outcome"]]
         ready = [o for o in outcomes if o.prepared is not None]
+        self.embed(ready)
+        for outcome in ready:
+            if self.job.workers_store and outcome.status == "embedded":
+                assert outcome.prepared is not None
+                assert outcome.vectors is not None
+                try:
+                    outcome.status = self.pipeline.store_prepared(
+                        outcome.prepared, outcome.vectors, self.job.fingerprint
+                    )
+                except ChunkwiseError as exc:
+                    outcome.status, outcome.reason = "failed", failure_reason(exc)
+            if outcome.status == "failed":
+                outcome.chunks = 0
+            if self.job.workers_store or outcome.status == "failed":
+                outcome.prepared = outcome.vectors = None
+        return {"outcome": [pickle.dumps(o) for o in outcomes]}
+
+    def embed(self, ready: list[Outcome]) -> None:
+        """Embed the documents of ``ready`` in one call, or fail them: when the embedder refuses the call
+        for what it read (:func:`~.pipeline.refused_input`), each is embedded in a call of its own and
+        only those refused again fail; any other model error (a spent budget, a server that keeps
+        failing) fails them all with its reason, and the next batch tries again."""
+        try:
+            self.embed_together(ready)
+        except ModelError as exc:
+            if not refused_input(exc) or len(ready) == 1:
+                for outcome in ready:
+                    outcome.status, outcome.reason = "failed", failure_reason(exc)
+                return
+            for outcome in ready:
+                try:
+                    self.embed_together([outcome])
+                except ModelError as alone:
+                    outcome.status, outcome.reason = "failed", failure_reason(alone)
+
+    def embed_together(self, ready: list[Outcome]) -> None:
+        """Embed the documents of ``ready`` in one call, their texts sorted by length, and mark them
+        ``embedded`` with their vectors."""
         texts = chunk_texts([o.prepared for o in ready if o.prepared is not None])
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
         vectors = np.zeros((len(texts), self.embedder.dim), dtype=np.float32)
@@ -193,12 +240,6 @@ class Embed:
             outcome.chunks = len(outcome.prepared.chunks)
             outcome.embed_seconds = seconds * n / max(1, len(texts))
             row += n
-            if self.job.workers_store:
-                outcome.status = self.pipeline.store_prepared(
-                    outcome.prepared, outcome.vectors, self.job.fingerprint
-                )
-                outcome.prepared = outcome.vectors = None
-        return {"outcome": [pickle.dumps(o) for o in outcomes]}
 
 
 def ray_add_files(
@@ -251,7 +292,11 @@ def ray_add_files(
     except ChunkwiseError:
         raise
     except Exception as exc:  # a failure of the cluster as a whole (retries exhausted, lost driver)
-        raise ClusterError(f"Ray ingest stopped after {done} of {len(files)} files: {exc}") from None
+        if isinstance(cause := _task_error(exc), ChunkwiseError):
+            raise cause from None  # a worker's own error (an embedder not the one recorded, say)
+        raise ClusterError(
+            f"Ray ingest stopped after {done} of {len(files)} files: {_last_line(cause)}"
+        ) from None
     finally:
         report.seconds = time.perf_counter() - began
     return report
@@ -264,3 +309,27 @@ def _finish(pipeline: IngestPipeline, outcome: Outcome, fingerprint: str) -> Sta
         assert outcome.vectors is not None
         return pipeline.store_prepared(outcome.prepared, outcome.vectors, fingerprint)
     return cast(Status, outcome.status)
+
+
+def _task_error(exc: BaseException) -> BaseException:
+    """The error a Ray task or actor raised, out of the exceptions Ray wraps it in (``cause`` of a
+    ``RayTaskError``, ``__cause__`` of Ray Data's ``UserCodeException``), else ``exc``."""
+    seen: set[int] = set()
+    while id(exc) not in seen:
+        seen.add(id(exc))
+        inner = getattr(exc, "cause", None) or exc.__cause__
+        if not isinstance(inner, BaseException):
+            break
+        exc = inner
+    return exc
+
+
+#: ANSI colour codes, which Ray puts in the text of remote errors.
+_ANSI = re.compile(r"\x1b\[[0-9;]*m")
+
+
+def _last_line(exc: BaseException) -> str:
+    """``exc`` in one short line: its type and the last line of its message, without the remote
+    traceback or the colour codes Ray puts in it."""
+    lines = [line.strip() for line in _ANSI.sub("", str(exc)).splitlines() if line.strip()]
+    return f"{type(exc).__name__}: {lines[-1][:300]}" if lines else type(exc).__name__
