@@ -7,7 +7,7 @@ import re
 import pytest
 
 from chunkwise.chunking.chunk import make_chunk
-from chunkwise.config import PRESETS, load_config
+from chunkwise.config import PRESETS, from_dict, load_config
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
 from chunkwise.ingest.headers import ContextualHeaders, extractive_summary, fallback_title, format_header
@@ -149,3 +149,18 @@ def test_a_config_file_that_is_not_utf8_names_the_file_and_the_byte(tmp_path):
     assert done.returncode == 2
     assert re.match(r"error: .*" + message, done.stderr)
     assert "Traceback" not in done.stderr
+
+
+def test_the_llm_is_in_the_ingest_fingerprint_only_when_ingesting_calls_it() -> None:
+    """Titles written by another LLM, or chunks planned by one, are other chunks: switching LLMs then
+    re-ingests. Where ingest calls no LLM, switching it changes nothing stored, nor the fingerprint."""
+
+    def fingerprint(llm: str, **sections: dict[str, object]) -> str:
+        return from_dict({"models": {"llm": llm}, **sections}).ingest_fingerprint("e")
+
+    assert fingerprint("openai:a") == fingerprint("openai:b")
+    headers = {"headers": {"enabled": True, "llm": True}}
+    assert fingerprint("openai:a", **headers) != fingerprint("openai:b", **headers)
+    wrac = {"chunking": {"name": "wrac"}}
+    assert fingerprint("openai:a", **wrac) != fingerprint("openai:b", **wrac)
+    assert fingerprint("openai:a", **wrac) != fingerprint("openai:a")

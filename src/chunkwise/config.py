@@ -45,7 +45,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from chunkwise.chunking import CHUNKING_REVISION, normalised_params
+from chunkwise.chunking import CHUNKING_REVISION, LLM_CHUNKERS, normalised_params
 from chunkwise.chunking.limits import MAX_CHUNKS
 from chunkwise.errors import ConfigError
 from chunkwise.models.config import ModelsConfig
@@ -331,10 +331,14 @@ class PipelineConfig:
             data["store"]["url"] = redact(self.store.url)
         return data
 
+    def ingest_uses_llm(self) -> bool:
+        """Whether ingesting calls the LLM: an LLM chunker, or headers the LLM writes."""
+        return self.chunking.name in LLM_CHUNKERS or (self.headers.enabled and self.headers.llm)
+
     def ingest_fingerprint(self, embedder: str) -> str:
         """A hash of what shapes stored chunks (chunker with its normalised parameters and the chunking
-        code's revision, headers, embedder): a change re-ingests, a different spelling of the same
-        settings does not."""
+        code's revision, headers, embedder, and the LLM when ingesting calls one): a change re-ingests,
+        a different spelling of the same settings does not."""
         shape: dict[str, Any] = {
             "chunking": {
                 "name": self.chunking.name,
@@ -344,6 +348,8 @@ class PipelineConfig:
             "headers": dataclasses.asdict(self.headers),
             "embedder": embedder,
         }
+        if self.ingest_uses_llm():  # absent otherwise, so stores made without an LLM keep their fingerprint
+            shape["llm"] = self.models.llm
         if self.retrieval.windows:  # absent when off, so stores made before windows keep their fingerprint
             shape["windows"] = self.retrieval.windows
             shape["windows_revision"] = WINDOWS_REVISION

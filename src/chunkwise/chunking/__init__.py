@@ -23,6 +23,7 @@ from chunkwise.settings import coerce
 __all__ = [
     "CHUNKERS",
     "CHUNKING_REVISION",
+    "LLM_CHUNKERS",
     "BaseChunker",
     "Chunk",
     "ChunkBuilder",
@@ -54,6 +55,11 @@ CHUNKERS: dict[str, str] = {
     "logprob": "chunkwise.chunking.logprob:LogprobChunker",
     "sections": "chunkwise.chunking.sections:SectionsChunker",
 }
+
+
+#: The chunkers that call the LLM (to plan, judge or read boundaries), so that what they store depends on
+#: which LLM runs.
+LLM_CHUNKERS = frozenset({"agentic", "wrac", "logprob", "sections"})
 
 
 def chunker_class(name: str) -> type[Any]:

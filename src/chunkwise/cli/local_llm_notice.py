@@ -27,7 +27,6 @@ from chunkwise.cli.terminal import printable
 from chunkwise.config import PipelineConfig
 from chunkwise.errors import ChunkwiseError
 from chunkwise.evaluation.estimate import (
-    LLM_CHUNKERS,
     RunEstimate,
     StageEstimate,
     estimate_ingest,
@@ -62,7 +61,7 @@ def confirm_ingest(config: PipelineConfig, files: Sequence[Path], *, yes: bool) 
     """The notice before ``ingest`` of ``files`` under ``config``; the files are parsed for their text
     only when the configuration has an LLM stage at ingest (a file that fails is left to the ingest,
     which reports it)."""
-    if not uses_local_llm(config) or not _ingest_uses_llm(config):
+    if not uses_local_llm(config) or not config.ingest_uses_llm():
         return
     from chunkwise.parsing import parse_file
 
@@ -83,11 +82,6 @@ def measured(models: Models) -> Iterator[None]:
         yield
     finally:
         record_local_calls(models.ledger.records)
-
-
-def _ingest_uses_llm(config: PipelineConfig) -> bool:
-    """Whether indexing under ``config`` calls the LLM: an LLM chunker, or headers the LLM writes."""
-    return config.chunking.name in LLM_CHUNKERS or (config.headers.enabled and config.headers.llm)
 
 
 def _confirm(config: PipelineConfig, stages: Sequence[StageEstimate], yes: bool) -> None:

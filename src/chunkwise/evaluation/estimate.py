@@ -19,6 +19,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chunkwise.chunking import LLM_CHUNKERS
 from chunkwise.config import PipelineConfig
 from chunkwise.evaluation.datasets import Dataset
 
@@ -38,8 +39,6 @@ ANSWER_REPLY_TOKENS = 512
 HEADER_PROMPT_CHARS = 4000
 #: Tokens of a chunk header (title, summary, section path) prepended to each embedded chunk.
 HEADER_TOKENS = 40
-#: LLM chunkers and whether they write the text back out (every source token an output token).
-LLM_CHUNKERS = ("agentic", "wrac", "logprob", "sections")
 
 
 @dataclass(frozen=True, slots=True)
