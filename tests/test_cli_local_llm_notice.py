@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -168,3 +169,22 @@ def test_ingest_with_llm_headers_says_so_before_the_first_call(data_dir: Path, t
     plain = run_chunkwise("ingest", str(doc), "--kb", kb, env=local_env(), cache=tmp_path)
     assert plain.returncode == 0
     assert "estimate before any call" not in plain.stderr
+
+
+def test_the_ingest_estimate_leaves_out_files_past_the_configured_limits(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """The estimate parses under the configuration's ``[limits]``, as the ingest does: a file the ingest
+    will refuse as too large costs no header calls in it (two calls a document with ``dsrag``)."""
+    config = tmp_path / "small.toml"
+    config.write_text("[limits]\nmax_chars = 3000\n", encoding="utf-8")
+    small, large = (
+        data_dir / "formats" / name for name in ("Boarding Process.md", "Careers at CloudWay 24.md")
+    )
+    assert len(small.read_text(encoding="utf-8")) <= 3000 < len(large.read_text(encoding="utf-8"))
+    done = run_chunkwise(
+        "ingest", str(small), str(large), "--kb", str(tmp_path / "kb"), "--preset", "dsrag",
+        "--config", str(config), "--max-tokens", "1", env=local_env(), cache=tmp_path,
+    )  # fmt: skip
+    notice = done.stderr.partition("error:")[0]
+    assert re.search(r"headers\s*│\s*llm\s*│\s*2\s*│", notice), notice

@@ -25,7 +25,6 @@ from rich.console import Console
 from chunkwise.cli.dry_run import estimate_table
 from chunkwise.cli.terminal import printable
 from chunkwise.config import PipelineConfig
-from chunkwise.errors import ChunkwiseError
 from chunkwise.evaluation.estimate import (
     RunEstimate,
     StageEstimate,
@@ -58,18 +57,20 @@ def confirm_query(config: PipelineConfig, query: str, *, answers: bool, yes: boo
 
 
 def confirm_ingest(config: PipelineConfig, files: Sequence[Path], *, yes: bool) -> None:
-    """The notice before ``ingest`` of ``files`` under ``config``; the files are parsed for their text
-    only when the configuration has an LLM stage at ingest (a file that fails is left to the ingest,
-    which reports it)."""
+    """The notice before ``ingest`` of ``files`` under ``config``; the files are parsed for their text,
+    under the configuration's limits, only when the configuration has an LLM stage at ingest. A file
+    that fails, for whatever reason (a parser's bug included), is left out of the estimate and left to
+    the ingest, which reports it: an estimate never stops the command."""
     if not uses_local_llm(config) or not config.ingest_uses_llm():
         return
     from chunkwise.parsing import parse_file
 
+    limits = config.limits.parse_limits()
     texts: list[str] = []
     for file in files:
         try:
-            texts.append(parse_file(file).text)
-        except (ChunkwiseError, OSError):
+            texts.append(parse_file(file, limits=limits).text)
+        except Exception:  # the ingest reports this file (see the docstring)
             continue
     _confirm(config, estimate_ingest(texts, config), yes)
 
