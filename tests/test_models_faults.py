@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from chunkwise.errors import ModelCallError
 from chunkwise.models.http_client import JsonClient
-from chunkwise.models.openai_compat import OpenAIChatLLM
+from chunkwise.models.openai_compat import OpenAIChatLLM, OpenAIEmbedder
 from chunkwise.models.protocols import Message
 from chunkwise.models.retry import RetryPolicy, parse_retry_after
 from tests.support.openai_server import OpenAIServer, Reply
@@ -159,3 +159,33 @@ def test_a_request_that_is_not_valid_unicode_is_a_typed_error_and_not_sent(serve
     assert raised.value.status is None
     assert server.requests == []
     assert sleeps == []  # not retried
+
+
+def _embeddings_body(*rows: tuple[int, str]) -> str:
+    data = ", ".join(f'{{"index": {index}, "embedding": {vector}}}' for index, vector in rows)
+    return f'{{"data": [{data}], "usage": {{"prompt_tokens": 2}}}}'
+
+
+@pytest.mark.parametrize(
+    ("body", "reason"),
+    [
+        (_embeddings_body((0, "[1, 0]"), (0, "[0, 1]")), r"embedding indexes \[0, 0\] are not 0 to 1"),
+        (_embeddings_body((0, "[1, 0]"), (1, "[NaN, 1]")), "not finite"),
+        (_embeddings_body((0, "[1, 0]"), (1, "[1e39, 1]")), "not finite"),
+        (_embeddings_body((0, "[1, 0]"), (1, "[0, 0.0]")), "a vector of zeros for input 1"),
+        (_embeddings_body((0, "[1, 0]"), (1, "[1, 0, 0]")), "unequal length"),
+    ],
+    ids=["repeated-index", "nan", "past-float32", "zero-vector", "unequal"],
+)
+def test_embeddings_that_cannot_be_the_inputs_vectors_are_refused(
+    server: OpenAIServer, body: str, reason: str
+) -> None:
+    """A repeated index once gave one text another's vector; a zero vector was stored and, in PostgreSQL,
+    scored NaN, which sorts before every real score."""
+    server.script(*[Reply.raw(body)] * 2)
+    policy = RetryPolicy(max_attempts=2, backoff_base=0.01, backoff_max=1.0, sleep=Sleeps())
+    embedder = OpenAIEmbedder(
+        "m", JsonClient(server.base_url, api_key="k", timeout=5.0, policy=policy, label="openai:m"), dim=2
+    )
+    with pytest.raises(ModelCallError, match=reason):
+        embedder.embed(["one", "two"])

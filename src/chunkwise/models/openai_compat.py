@@ -343,11 +343,28 @@ def _continuation_logprobs(
 
 
 def _parse_embeddings(body: dict[str, Any], count: int, sent: int) -> tuple[Vectors, int]:
-    """The vectors in input order and the input tokens; ``sent``: the estimated tokens of the texts."""
+    """The vectors in input order and the input tokens; ``sent``: the estimated tokens of the texts.
+
+    A reply that cannot be the embeddings of the inputs is refused (``ValueError``, which the client
+    reports as an unreadable reply): the wrong number of vectors, indexes other than one for each input
+    (a repeated index would give one text another's vector), vectors of unequal length, values that are
+    not finite (``NaN`` or past float32), or a vector of zeros, which has no direction: normalised it
+    stays zero, and a cosine with it is undefined (PostgreSQL scores it NaN, which sorts first)."""
     data = sorted(body["data"], key=lambda row: int(row["index"]))
     if len(data) != count:
         raise ValueError(f"{len(data)} embeddings for {count} inputs")
-    matrix = np.asarray([row["embedding"] for row in data], dtype=np.float32)
-    if matrix.ndim != 2:
+    indexes = [int(row["index"]) for row in data]
+    if indexes != list(range(count)):
+        raise ValueError(f"embedding indexes {indexes[:8]} are not 0 to {count - 1}, one each")
+    if len({len(row["embedding"]) for row in data}) > 1:
         raise ValueError("embeddings of unequal length")
+    with np.errstate(over="ignore"):
+        matrix = np.asarray([row["embedding"] for row in data], dtype=np.float32)
+    if matrix.ndim != 2:
+        raise ValueError("embeddings that are not lists of numbers")
+    if not np.isfinite(matrix).all():
+        raise ValueError("embeddings holding values that are not finite float32 numbers")
+    zero = np.flatnonzero(~matrix.any(axis=1))
+    if zero.size:
+        raise ValueError(f"a vector of zeros for input {int(zero[0])}, which has no direction")
     return matrix, _read_usage(body, sent).input_tokens
