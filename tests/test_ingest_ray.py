@@ -1,6 +1,7 @@
 """Distributed ingestion on a real local Ray cluster (two CPUs) into real PostgreSQL and SQLite stores:
-the same result as a serial ingest, per-file failures as a serial ingest reports them, a worker killed
-mid-run, and a cluster address that does not answer."""
+the same result as a serial ingest, per-file failures and progress events as a serial ingest reports
+them, relative paths read from another working directory than the workers', a worker killed mid-run,
+a cluster address that does not answer, and one other than the cluster the process is attached to."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import numpy as np
 import pytest
 
 from chunkwise.config import from_dict
+from chunkwise.errors import ClusterError
+from chunkwise.ingest.ray_ingest import cluster_location, cluster_paths, connect, same_cluster
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from chunkwise.store import open_store
@@ -221,3 +224,88 @@ def test_a_ray_address_that_does_not_answer(tmp_path, data_dir):
     )
     assert done.returncode == 2
     assert done.stderr.strip().splitlines()[-1].startswith("error: Ray cluster 127.0.0.1:1: does not answer")
+
+
+def test_files_and_a_store_directory_go_to_the_workers_by_absolute_path(tmp_path, monkeypatch):
+    """The workers run in the cluster's working directory: they get absolute paths, and the document
+    ids of the paths as given (a relative path keeps its relative id, as in a serial ingest)."""
+    monkeypatch.chdir(tmp_path)
+    assert cluster_paths([Path("in/a.md"), tmp_path / "b.txt"]) == [
+        (str(tmp_path / "in" / "a.md"), "in/a.md"),
+        (str(tmp_path / "b.txt"), (tmp_path / "b.txt").as_posix()),
+    ]
+    assert cluster_location("kb") == str(tmp_path / "kb")
+    assert cluster_location(Path("kb")) == str(tmp_path / "kb")
+    url = "postgresql://user:secret@db:5432/rag?schema=support"
+    assert cluster_location(url) == url
+
+
+def test_relative_paths_from_another_working_directory_than_the_workers(ray_cluster, tmp_path, monkeypatch):
+    """The cluster started in another working directory than the caller's now: relative file paths and
+    a relative knowledge-base directory are still found, with the same ids as a serial ingest."""
+    monkeypatch.chdir(tmp_path)
+    Path("in").mkdir()
+    Path("in/a.md").write_text("# Bags\n\nBags may weigh 23 kg.\n")
+    Path("in/b.txt").write_text("Lounges open at six.\n")
+    config = from_dict(CONFIG)
+    with KnowledgeBase("serial", config) as kb:
+        serial = kb.add(["in"])
+    with KnowledgeBase("kb", config) as kb:
+        distributed = kb.add(["in", "in/b.txt"], ray="auto")
+        stored = sorted(d.doc_id for d in kb.store.documents())
+    assert sorted(serial.added) == ["in/a.md", "in/b.txt"] == stored
+    assert sorted(distributed.added + distributed.skipped) == ["in/a.md", "in/b.txt", "in/b.txt"]
+    assert distributed.failed == []
+    assert ray.is_initialized(), "a Ray the process was attached to is left running"
+
+
+def test_progress_events_match_a_serial_ingest(ray_cluster, tmp_path):
+    """A file named twice is stored once and skipped once, the second time at storage (both were
+    prepared before either was stored): its skipped event carries no chunks on Ray either."""
+    folder = tmp_path / "in"
+    folder.mkdir()
+    for name, body in [("a.md", "# Bags\n\nBags may weigh 23 kg.\n"), ("b.txt", "Lounges open at six.\n")]:
+        (folder / name).write_text(body)
+    (folder / "broken.pdf").write_bytes(b"%PDF-1.7 this is not a PDF")
+    paths = [folder / "a.md", folder / "a.md", folder / "b.txt", folder / "broken.pdf"]
+    config = from_dict(CONFIG)
+    events: dict[str, list[Any]] = {"serial": [], "ray": []}
+    with KnowledgeBase(tmp_path / "serial", config) as kb:
+        serial = kb.add(paths, on_progress=events["serial"].append)
+    with KnowledgeBase(tmp_path / "ray", config) as kb:
+        distributed = kb.add(paths, on_progress=events["ray"].append, ray="auto")
+    seen = {way: sorted((e.source, e.status, e.chunks) for e in found) for way, found in events.items()}
+    assert seen["ray"] == seen["serial"]
+    assert (folder / "a.md").as_posix() in [
+        source for source, status, _ in seen["ray"] if status == "skipped"
+    ]
+    for found in events.values():
+        assert [(e.done, e.total) for e in found] == [(n, 4) for n in range(1, 5)]
+    assert distributed.chunks == serial.chunks
+
+
+def test_another_address_than_the_attached_cluster_is_refused(ray_cluster, tmp_path):
+    """Ray holds one cluster per process: an address that names another is refused, naming both,
+    rather than ingesting on the attached one; the attached cluster is left as it was."""
+    assert connect(ray_cluster) is False
+    assert connect("auto") is False
+    host, port = ray_cluster.rsplit(":", 1)
+    assert connect(f"127.0.0.1:{port}") is False  # the same cluster, by this machine's loopback
+    other = f"{host}:{int(port) + 1}"
+    with pytest.raises(ClusterError) as refused:
+        connect(other)
+    assert other in str(refused.value)
+    assert ray_cluster in str(refused.value)
+    with KnowledgeBase(tmp_path / "kb", from_dict(CONFIG)) as kb, pytest.raises(ClusterError):
+        kb.add([], ray=other)
+    assert ray.is_initialized()
+    assert ray.get_runtime_context().gcs_address == ray_cluster
+
+
+def test_same_cluster() -> None:
+    assert same_cluster("10.1.2.3:6379", "10.1.2.3:6379")
+    assert same_cluster("ray://10.1.2.3:6379", "10.1.2.3:6379")
+    assert not same_cluster("10.1.2.3:6380", "10.1.2.3:6379")
+    assert not same_cluster("10.1.2.4:6379", "10.1.2.3:6379")
+    assert same_cluster("localhost:6379", "127.0.0.1:6379")
+    assert not same_cluster("no-port", "10.1.2.3:6379")

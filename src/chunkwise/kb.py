@@ -130,14 +130,16 @@ class KnowledgeBase:
         files), one transaction per document. Per-file errors are in ``report.failed``; the batch goes on.
         ``paths``: a list of files and directories, or one of them alone (a string is one path, never a
         sequence of one-character paths). ``ray``: run on the Ray cluster at this address (``auto``: the
-        current or a new local one), see :mod:`chunkwise.ingest.ray_ingest`.
+        current or a new local one), see :mod:`chunkwise.ingest.ray_ingest`; a Ray the call initialised
+        is shut down when it returns, one the process was attached to is left running.
 
         Raises:
             TypeError: ``paths`` is ``bytes`` (file contents go to :meth:`add_bytes`) or holds something
                 other than paths.
             BudgetExceededError: a model call would pass the run's budget (documents prepared before it
                 are stored).
-            ClusterError: the Ray cluster does not answer or failed as a whole.
+            ClusterError: the Ray cluster does not answer or failed as a whole, or the process is
+                already attached to another Ray cluster than ``ray`` names.
         """
         named = _path_list(paths)
         self._record_config()

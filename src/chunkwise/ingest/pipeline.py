@@ -451,12 +451,14 @@ def unexpected(exc: Exception) -> str:
     return f"unexpected {type(exc).__name__}: {exc}"
 
 
-def parse_one(file: Path, limits: ParseLimits) -> Document | Failure:
+def parse_one(file: Path, limits: ParseLimits, doc_id: str | None = None) -> Document | Failure:
     """``file`` parsed within ``limits``, or the reason it could not be, named as its document id would
-    be (:func:`~chunkwise.document.path_id`)."""
+    be: ``doc_id``, else the path as given (:func:`~chunkwise.document.path_id`). A Ray ingest reads
+    each file by its absolute path and gives the id of the path as given, as a serial ingest names it."""
     from chunkwise.parsing import parse_file
 
-    return _attempt(path_id(str(file)), partial(parse_file, file, limits=limits))
+    source = doc_id or path_id(str(file))
+    return _attempt(source, partial(parse_file, file, limits=limits, doc_id=doc_id))
 
 
 def _parsed_bytes(files: Sequence[tuple[str, bytes]], limits: ParseLimits) -> Iterator[Document | Failure]:

@@ -30,17 +30,27 @@ recorded, the cluster lost) is raised as the worker's own typed error, or as a o
 The driver loads the embedder once to record it in the store and fingerprint the settings (as a serial
 ingest does), then reads the results as they arrive, for the progress bar and the report. Imported only
 with ``--ray``: Ray is the ``[ray]`` extra.
+
+The workers run in the cluster's working directory, not the caller's: each file is sent by its absolute
+path (with the document id of the path as given, so ids match a serial ingest's), and a knowledge-base
+directory by its absolute path. A Ray this run initialised (a local instance it started, or its
+connection to a cluster) is shut down when the run ends; one the process was already attached to is left
+as it was, and a different address is refused rather than ingested on the other cluster. The library
+prints nothing: Ray is started without forwarding the workers' output, and Ray Data's progress bars and
+log lines are off for the run.
 """
 
 from __future__ import annotations
 
+import ipaddress
 import logging
 import pickle
 import re
 import socket
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
@@ -109,20 +119,38 @@ class Outcome:
     embed_seconds: float = 0.0
 
 
-def connect(address: str) -> None:
-    """Join the Ray cluster at ``address`` (``auto``: the one ``RAY_ADDRESS`` or a local ``ray start``
-    names, else a new local one); :class:`ClusterError` when the address does not answer."""
+def connect(address: str) -> bool:
+    """Join the Ray cluster at ``address`` (``auto``: the one this process is attached to, else the one
+    ``RAY_ADDRESS`` or a local ``ray start`` names, else a new local one). True when this call
+    initialised Ray in this process, for the caller to shut it down when done; False when the process
+    was already attached, to a cluster ``address`` names (``auto`` takes it as it is).
+
+    Ray is initialised quietly: its own messages at ERROR level and above only, the workers' output not
+    forwarded to this process (a library call prints nothing), no dashboard.
+
+    Raises:
+        ClusterError: the address does not answer, Ray cannot join it, or this process is already
+            attached to another cluster (Ray holds one per process: ingesting there would put the work
+            on a cluster the caller did not name).
+    """
     import ray
 
     if ray.is_initialized():
-        return
-    options: dict[str, Any] = {"logging_level": logging.WARNING, "include_dashboard": False}
+        current = ray.get_runtime_context().gcs_address
+        if address != "auto" and not same_cluster(address, current):
+            raise ClusterError(
+                f"Ray cluster {address}: this process is already attached to the Ray cluster at {current}"
+                " (ingest with ray='auto' to use it, or call ray.shutdown() first)"
+            )
+        return False
+    options: dict[str, Any] = {
+        "logging_level": logging.ERROR,
+        "include_dashboard": False,
+        "log_to_driver": False,
+    }
     if address != "auto":
-        parts = urlsplit(address if "://" in address else f"ray://{address}")
         try:
-            host, port = parts.hostname, parts.port
-            if not host or not port:
-                raise ValueError("expected HOST:PORT")
+            host, port = _host_port(address)
             socket.create_connection((host, port), timeout=CONNECT_TIMEOUT).close()
         except (OSError, ValueError) as exc:
             raise ClusterError(f"Ray cluster {address}: does not answer ({exc})") from None
@@ -131,6 +159,70 @@ def connect(address: str) -> None:
         ray.init(**options)
     except Exception as exc:  # Ray raises ConnectionError, RuntimeError or its own types here
         raise ClusterError(f"Ray cluster {address}: {type(exc).__name__}: {exc}") from None
+    return True
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    """The host and port of a Ray address (``HOST:PORT`` or ``ray://HOST:PORT``); ValueError without."""
+    parts = urlsplit(address if "://" in address else f"ray://{address}")
+    host, port = parts.hostname, parts.port
+    if not host or not port:
+        raise ValueError("expected HOST:PORT")
+    return host, port
+
+
+def same_cluster(address: str, current: str) -> bool:
+    """Whether the Ray address ``address`` names the cluster whose GCS is at ``current``: the same port,
+    and hosts that resolve to the same address or both to this machine (a loopback address, or the
+    address Ray gives this node: ``ray start`` prints the latter, a user may write ``127.0.0.1``)."""
+    try:
+        (host, port), (current_host, current_port) = _host_port(address), _host_port(current)
+        if port != current_port:
+            return False
+        wanted, there = socket.gethostbyname(host), socket.gethostbyname(current_host)
+    except (OSError, ValueError):
+        return address == current
+    return wanted == there or (_this_machine(wanted) and _this_machine(there))
+
+
+def _this_machine(ip: str) -> bool:
+    """Whether ``ip`` is a loopback address or the one Ray gives this node."""
+    from ray.util import get_node_ip_address
+
+    return ipaddress.ip_address(ip).is_loopback or ip == get_node_ip_address()  # type: ignore[no-untyped-call]
+
+
+@contextmanager
+def quiet_ray_data() -> Iterator[None]:
+    """Ray Data without progress bars, execution banners or log lines on this process's stderr for the
+    duration of a run (the caller shows its own progress; an error that ends the run is raised as a
+    typed error, not logged); the settings before are restored after, as the process may use Ray Data
+    for its own work."""
+    import ray
+
+    context = ray.data.DataContext.get_current()
+    logger = logging.getLogger("ray.data")
+    before = (context.enable_progress_bars, context.print_on_execution_start, logger.level)
+    context.enable_progress_bars = context.print_on_execution_start = False
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        context.enable_progress_bars, context.print_on_execution_start = before[:2]
+        logger.setLevel(before[2])
+
+
+def cluster_paths(files: Sequence[Path]) -> list[tuple[str, str]]:
+    """Each file as the workers read it, its absolute path (they run in the cluster's working
+    directory, not this process's), with its document id: the path as given, as a serial ingest names
+    it (:func:`~chunkwise.parsing.parse_file`), so a relative path keeps its relative id."""
+    return [(str(file.absolute()), path_id(file.as_posix())) for file in files]
+
+
+def cluster_location(location: str | Path) -> str:
+    """The store location as the workers open it: a URL as given, a knowledge-base directory by its
+    absolute path (the workers' working directory is not this process's)."""
+    return str(location) if is_url(str(location)) else str(Path(location).absolute())
 
 
 #: This worker process's pipeline and the job it was built for (at most one).
@@ -152,7 +244,7 @@ def _pipeline(job: Job) -> IngestPipeline:
 def prepare_row(row: dict[str, Any], job: Job) -> dict[str, Any]:
     """Task: parse, skip-check and prepare one file (a failure becomes the file's outcome)."""
     pipeline = _pipeline(job)
-    item = parse_one(Path(row["path"]), job.config.limits.parse_limits())
+    item = parse_one(Path(row["path"]), job.config.limits.parse_limits(), row["id"])
     if isinstance(item, Failure):
         outcome = Outcome(item.source, "failed", item.reason)
     elif invalid := not_unicode(item):
@@ -250,22 +342,43 @@ def ray_add_files(
     on_progress: ProgressFn | None = None,
 ) -> IngestReport:
     """Ingest files on the Ray cluster at ``address`` into the store at ``location`` (the same store as
-    ``pipeline.store``, named so that workers can open it); see the module docstring."""
-    files = expand_paths(paths)
-    report = IngestReport()
+    ``pipeline.store``, named so that workers can open it); see the module docstring. A Ray this call
+    initialised (see :func:`connect`) is shut down when it returns or raises, so that a library call
+    leaves no Ray processes behind."""
     began = time.perf_counter()
-    connect(address)
+    started = connect(address)
+    try:
+        with quiet_ray_data():
+            return _ray_add_files(pipeline, location, paths, on_progress, began)
+    finally:
+        if started:
+            import ray
+
+            ray.shutdown()
+
+
+def _ray_add_files(
+    pipeline: IngestPipeline,
+    location: str | Path,
+    paths: Sequence[str | Path],
+    on_progress: ProgressFn | None,
+    began: float,
+) -> IngestReport:
+    """:func:`ray_add_files` on the cluster this process is attached to."""
     import ray
 
-    ray.data.DataContext.get_current().enable_progress_bars = False  # the caller shows its own
-    logging.getLogger("ray.data").setLevel(logging.ERROR)
+    files = expand_paths(paths)
+    report = IngestReport()
     fingerprint = pipeline.begin()
     workers_store = is_url(str(location))
-    job = Job(str(location), pipeline.config, fingerprint, workers_store, run=uuid.uuid4().hex)
+    job = Job(cluster_location(location), pipeline.config, fingerprint, workers_store, run=uuid.uuid4().hex)
     resources: dict[str, float] = ray.cluster_resources()  # type: ignore[no-untyped-call]
     cpus = max(1, int(resources.get("CPU", 1)))
     dataset = (
-        ray.data.from_items([{"path": str(f)} for f in files], override_num_blocks=max(1, len(files)))
+        ray.data.from_items(
+            [{"path": path, "id": doc_id} for path, doc_id in cluster_paths(files)],
+            override_num_blocks=max(1, len(files)),
+        )
         .map(partial(prepare_row, job=job), num_cpus=PREPARE_CPUS)
         .map_batches(
             Embed,
@@ -281,14 +394,15 @@ def ray_add_files(
         for row in rows:
             outcome: Outcome = pickle.loads(row["outcome"])
             status = _finish(pipeline, outcome, fingerprint)
+            chunks = outcome.chunks if status in ("added", "replaced") else 0  # as a serial ingest counts
             if status == "failed":
                 report.failed.append((outcome.source, outcome.reason))
             else:
-                report.record(outcome.source, status, outcome.chunks if status != "skipped" else 0)
+                report.record(outcome.source, status, chunks)
             report.embed_seconds += outcome.embed_seconds
             done += 1
             if on_progress is not None:
-                on_progress(IngestEvent(outcome.source, status, done, len(files), outcome.chunks))
+                on_progress(IngestEvent(outcome.source, status, done, len(files), chunks))
     except ChunkwiseError:
         raise
     except Exception as exc:  # a failure of the cluster as a whole (retries exhausted, lost driver)
