@@ -123,7 +123,8 @@ def connect(address: str) -> bool:
     """Join the Ray cluster at ``address`` (``auto``: the one this process is attached to, else the one
     ``RAY_ADDRESS`` or a local ``ray start`` names, else a new local one). True when this call
     initialised Ray in this process, for the caller to shut it down when done; False when the process
-    was already attached, to a cluster ``address`` names (``auto`` takes it as it is).
+    was already attached, to a cluster ``address`` names (``auto`` takes it as it is, and so does a Ray
+    Client address, ``ray://HOST:PORT``: its port is the client server's, not the cluster's GCS).
 
     Ray is initialised quietly: its own messages at ERROR level and above only, the workers' output not
     forwarded to this process (a library call prints nothing), no dashboard.
@@ -137,7 +138,8 @@ def connect(address: str) -> bool:
 
     if ray.is_initialized():
         current = ray.get_runtime_context().gcs_address
-        if address != "auto" and not same_cluster(address, current):
+        client = address.startswith("ray://")  # a Ray Client port, which the GCS address cannot confirm
+        if address != "auto" and not client and not same_cluster(address, current):
             raise ClusterError(
                 f"Ray cluster {address}: this process is already attached to the Ray cluster at {current}"
                 " (ingest with ray='auto' to use it, or call ray.shutdown() first)"
