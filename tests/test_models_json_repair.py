@@ -68,6 +68,17 @@ def test_truncated_object_keeps_its_complete_members(value: dict[str, list[int]]
     assert parse_lenient(cut) == value
 
 
+@pytest.mark.parametrize(
+    "frame",
+    ["{}", "```json\n{}\n```", "Here: {}", "{} and more", '{"a": {}'],
+    ids=["bare", "fenced", "prose before", "prose after", "truncated"],
+)
+def test_nesting_past_the_decoders_depth_is_a_value_error(frame: str) -> None:
+    deep = "[" * 100_000 + "]" * 100_000
+    with pytest.raises(ValueError, match="too deeply"):
+        parse_lenient(frame.replace("{}", deep, 1))
+
+
 def test_skeleton_follows_the_schema_shape() -> None:
     schema = {
         "type": "object",

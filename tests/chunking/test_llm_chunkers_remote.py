@@ -62,6 +62,7 @@ INVALID_PLANS = {
     "split table": (_plan(["u2", "u4", "u6"], ["u6", "u8", "u9", "u10", "u11", "u12"]), "table u6 is split"),
     "non-JSON": ("Sure! The chunks are u1 to u4, then u5 to u12.", "no valid JSON plan"),
     "truncated JSON": ('{"chunks": [["u1", "u2", "u3", "u4"], ["u5", "u6"', "in no chunk: u8"),
+    "nested past the decoder's depth": ('{"chunks": ' + "[" * 5000 + "]" * 5000 + "}", "too deeply"),
 }
 
 

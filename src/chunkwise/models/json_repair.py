@@ -4,7 +4,8 @@ Small models wrap JSON in prose or code fences, leave trailing commas, or stop m
 token limit. :func:`parse_lenient` recovers the first JSON value of an answer: it reads past a code fence,
 cuts the text to the outermost object or array, drops trailing commas and closes whatever a truncated answer
 left open (string, key without value, brackets). What it cannot recover raises :class:`ValueError` with
-the reason, which the structured-output loop feeds back to the model.
+the reason, which the structured-output loop feeds back to the model; so does an answer nested deeper than
+the JSON decoder can follow (the decoder's ``RecursionError`` would otherwise escape the loop).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ def parse_lenient(text: str) -> Any:
     A code fence that opens before the first bracket is the answer's body; its end is found by matching
     brackets, not by the next fence marker, which a JSON string may hold."""
     try:
-        return json.loads(text.strip())
+        return _loads(text.strip())
     except json.JSONDecodeError:
         pass
     body, start = text, _first_opener(text)
@@ -33,16 +34,25 @@ def parse_lenient(text: str) -> Any:
         start = _first_opener(body)
         if start < 0:  # a fenced scalar, or nothing
             try:
-                return json.loads(fence.group(1).strip())
+                return _loads(fence.group(1).strip())
             except json.JSONDecodeError:
                 pass
     if start < 0:
         raise ValueError("the answer holds no JSON object or array")
     repaired = _balance(body[start:])
     try:
-        return json.loads(repaired)
+        return _loads(repaired)
     except json.JSONDecodeError as exc:
         raise ValueError(f"the answer is not valid JSON ({exc.msg} at character {exc.pos})") from exc
+
+
+def _loads(text: str) -> Any:
+    """``json.loads``, with nesting too deep to decode raised as :class:`ValueError` (not handed to repair,
+    which cannot make it shallower)."""
+    try:
+        return json.loads(text)
+    except RecursionError:
+        raise ValueError("the answer nests JSON arrays or objects too deeply to decode") from None
 
 
 def _first_opener(text: str) -> int:
