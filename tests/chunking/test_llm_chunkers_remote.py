@@ -128,6 +128,45 @@ def test_logprob_over_http_reads_echoed_prompt_logprobs(server: OpenAIServer) ->
     check_contract(doc, run.chunks, CHARS, 200)
 
 
+def _completion(**choice: object) -> Reply:
+    body = {"choices": [{"index": 0, "text": "x", **choice}], "usage": {"prompt_tokens": 2}}
+    return Reply.raw(json.dumps(body))
+
+
+_ECHO_TOKENS = {"tokens": ["Part", " 1"], "token_logprobs": [None, -1.0]}
+WRONG_SHAPES = {
+    "echo: top_logprobs entry a list of pairs": (
+        ("echo",),
+        [_completion(logprobs={**_ECHO_TOKENS, "top_logprobs": [None, [[" 1", -1.0]]]})],
+    ),
+    "echo: top_logprobs entry a string": (
+        ("echo",),
+        [_completion(logprobs={**_ECHO_TOKENS, "top_logprobs": [None, " 1"]})],
+    ),
+    "prompt_logprobs: position a list": (
+        ("prompt_logprobs",),
+        [_completion(), _completion(prompt_logprobs=[None, [{"logprob": -1.0, "decoded_token": " 1"}]])],
+    ),
+    "prompt_logprobs: entry a number": (
+        ("prompt_logprobs",),
+        [_completion(), _completion(prompt_logprobs=[None, {"7": -1.0}])],
+    ),
+}
+
+
+@pytest.mark.parametrize("case", list(WRONG_SHAPES))
+def test_logprobs_of_the_wrong_shape_are_retried_as_unreadable(case: str) -> None:
+    styles, replies = WRONG_SHAPES[case]
+    doc = Document(id="parts", text="\n\n".join(f"Part {i} is about subject {i}" for i in range(6)))
+    with OpenAIServer(styles=styles) as server:
+        server.script(*replies)
+        chunker = get_chunker("logprob", models=remote_models(server), max_size=100, min_size=0, marker=".")
+        run = chunker.run(doc)
+    # The malformed answer was refused and asked again; the server's next, valid, answer was used.
+    assert len(server.requests) == len(replies) + 1
+    check_contract(doc, run.chunks, CHARS, 100)
+
+
 def test_sections_over_http(server: OpenAIServer) -> None:
     line = DOC.text[: DOC.unit("u7").start].count("\n")
     answer = {"sections": [{"title": "Allowance", "start_line": 0}, {"title": "Checked", "start_line": line}]}

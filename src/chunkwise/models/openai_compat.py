@@ -248,7 +248,7 @@ def _echo_tokens(data: dict[str, Any] | None) -> list[_Scored] | None:
     rows = zip(data["tokens"], data["token_logprobs"], data["top_logprobs"], strict=True)
     scored: list[_Scored] = []
     for token, logprob, top in rows:
-        listed = {str(k): float(v) for k, v in (top or {}).items()}
+        listed = {str(k): float(v) for k, v in _mapping(top or {}, "a top_logprobs entry").items()}
         floor = min(listed.values(), default=float("-inf"))
         scored.append(_Scored(str(token), None if logprob is None else float(logprob), listed, floor))
     return scored
@@ -268,13 +268,22 @@ def _prompt_logprob_tokens(data: list[dict[str, Any] | None] | None) -> list[_Sc
         if position is None:
             scored.append(_Scored(None, None, {}, float("-inf")))
             continue
-        entries = list(position.values())
+        entries = [_mapping(e, "a prompt_logprobs entry") for e in _mapping(position, "a position").values()]
         listed = {str(e.get("decoded_token")): float(e["logprob"]) for e in entries if e.get("decoded_token")}
         top = [float(e["logprob"]) for e in entries[1:] or entries]
         own = entries[0]
         token = own.get("decoded_token")
         scored.append(_Scored(None if token is None else str(token), float(own["logprob"]), listed, min(top)))
     return scored
+
+
+def _mapping(value: Any, what: str) -> dict[Any, Any]:
+    """``value`` when it is a JSON object; else :class:`TypeError`, which the client reads as a malformed
+    answer (retried, then :class:`~chunkwise.errors.ModelCallError`) where ``.items()`` or ``.get``
+    would have raised an ``AttributeError`` that nothing catches."""
+    if not isinstance(value, dict):
+        raise TypeError(f"{what} is {type(value).__name__}, not an object")
+    return value
 
 
 def align_tokens(text: str, tokens: Sequence[str | None]) -> list[int]:
