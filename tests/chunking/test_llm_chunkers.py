@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import math
 import re
 from collections.abc import Sequence
 from typing import Any
@@ -331,6 +333,28 @@ def test_logprob_keeps_the_contract_whatever_the_curve(
     params = {"max_size": max_size, "min_size": min(min_size, max_size), "threshold": threshold}
     run = get_chunker("logprob", llm=llm, window_chars=300, overlap_chars=50, **params).run(doc)
     check_contract(doc, run.chunks, CHARS, max_size)
+
+
+_ANY_FLOAT = st.one_of(st.floats(), st.sampled_from([float("nan"), float("inf"), -float("inf"), 5.0]))
+
+
+@PROPERTY
+@given(doc=documents(), values=st.lists(_ANY_FLOAT, min_size=1, max_size=8), head=_ANY_FLOAT)
+def test_logprob_curve_stays_finite_whatever_logprobs_the_model_returns(
+    doc: Document, values: list[float], head: float
+) -> None:
+    def score(full: str, offset: int) -> float:
+        return values[offset % len(values)]
+
+    llm = FakeLLM(score=score, head_logprob=head)
+    run = get_chunker("logprob", llm=llm, window_chars=300, overlap_chars=50, max_size=80, min_size=0).run(
+        doc
+    )
+    check_contract(doc, run.chunks, CHARS, 80)
+    assert run.curve is not None
+    columns = (run.curve.logprobs, run.curve.baseline, run.curve.scores)
+    assert all(math.isfinite(v) for column in columns for v in column)
+    json.loads(json.dumps(run.curve.to_dict(), allow_nan=False))
 
 
 _SECTION_ANSWERS = st.one_of(

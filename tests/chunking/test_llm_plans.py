@@ -138,6 +138,15 @@ def test_decay_normalisation_removes_a_power_law_and_keeps_the_peaks() -> None:
     assert normalise_decay(np.array([-np.inf, -2.0])).scores.tolist() == pytest.approx([-1.0, 1.0])
 
 
+def test_decay_normalisation_clips_nonsense_logprobs_to_the_valid_range() -> None:
+    values = np.array([-1.0, np.inf, -2.0, np.nan, -np.inf, 3.0, -4.0])
+    fit = normalise_decay(values)
+    assert np.isfinite(fit.scores).all()
+    assert np.isfinite(fit.baseline).all()
+    clipped = normalise_decay(np.array([-1.0, 0.0, -2.0, -30.0, -30.0, 0.0, -4.0]))
+    assert np.allclose(fit.scores, clipped.scores)
+
+
 def test_peak_picking_respects_min_and_max_sizes() -> None:
     scores = np.zeros(100)
     scores[[10, 12, 60]] = 5.0

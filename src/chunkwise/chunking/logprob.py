@@ -46,6 +46,7 @@ from chunkwise.chunking.llm_report import VALID, ChunkingReport, ChunkingRun, Wi
 from chunkwise.chunking.logprob_curve import (
     LOGPROB_FLOOR,
     BoundaryCurve,
+    clip_logprob,
     normalise_decay,
     pick_boundaries,
 )
@@ -257,7 +258,11 @@ class LogprobChunker(LLMChunker):
         return render_chat(self.llm, messages)
 
     def _score_window(self, chunk_text: str, marker: str, heads: Sequence[str]) -> _WindowScores:
-        """Marker log-probabilities at every token start of one window, and the decay-normalised score."""
+        """Marker log-probabilities at every token start of one window, and the decay-normalised score.
+
+        Every log-probability the model returns is clipped (:func:`clip_logprob`) before it is kept, so
+        the curve (and its JSON export) holds finite numbers whatever the server answered.
+        """
         prompt = self.prompt(marker, chunk_text)
         result = self.llm.logprobs(prompt, chunk_text, [marker, *heads], stage="chunk.logprob")
         offsets: list[int] = []
@@ -269,9 +274,9 @@ class LogprobChunker(LLMChunker):
             if i == 0:
                 continue  # a split before the very first token splits nothing
             offsets.append(offset)
-            values.append(candidates.get(marker, LOGPROB_FLOOR))
+            values.append(clip_logprob(candidates.get(marker, LOGPROB_FLOOR)))
             head = _partial_head(token, heads)
-            head_lp = candidates.get(head, LOGPROB_FLOOR) if head else LOGPROB_FLOOR
+            head_lp = clip_logprob(candidates.get(head, LOGPROB_FLOOR)) if head else LOGPROB_FLOOR
             if head and head_lp > PARTIAL_TOKEN_GATE and len(extra_points) < self.params.max_extra:
                 cut = offset + len(head)
                 after = self.llm.logprobs(
@@ -280,7 +285,7 @@ class LogprobChunker(LLMChunker):
                 marker_lp = (
                     after.candidates[0].get(marker, LOGPROB_FLOOR) if after.candidates else LOGPROB_FLOOR
                 )
-                extra_points.append((cut, head_lp + marker_lp, i))
+                extra_points.append((cut, head_lp + clip_logprob(marker_lp), i))
         fit = normalise_decay(np.asarray(values, dtype=np.float64))
         baseline = [float(b) for b in fit.baseline]
         scores = [float(s) for s in fit.scores]

@@ -6,7 +6,9 @@ its willingness to emit one decays as the text grows (the seed's decaying curve)
 would find boundaries early in a window and none late. The fix, as in the seed, is to divide out the
 decay; here the method is explicit:
 
-1. clip the log-probabilities at :data:`LOGPROB_FLOOR` (an impossible marker gives ``-inf``);
+1. clip the log-probabilities to ``[LOGPROB_FLOOR, 0]`` (an impossible marker gives ``-inf``; a server
+   may answer NaN or a positive value, which no probability has: NaN counts as the floor), so one
+   nonsense value can neither turn a window's scores into NaN nor put a non-finite number in the curve;
 2. fit a baseline ``a + b·log(x)`` by least squares, ``x`` being the 1-based token position in the
    window (a power-law decay of the probability is a straight line in log-log space);
 3. the boundary score is the residual, ``logprob − baseline``, divided by the residuals' standard
@@ -21,6 +23,7 @@ and a maximum chunk size measured in tokens (:func:`pick_boundaries`).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -47,13 +50,19 @@ class DecayFit:
     scores: FloatArray
 
 
+def clip_logprob(value: float) -> float:
+    """``value`` as a log-probability the curve holds: within ``[LOGPROB_FLOOR, 0]``, NaN as the floor."""
+    return LOGPROB_FLOOR if math.isnan(value) else min(0.0, max(LOGPROB_FLOOR, value))
+
+
 def normalise_decay(logprobs: FloatArray) -> DecayFit:
     """Fit the positional decay of ``logprobs`` (one per token, in window order) and return residuals.
 
-    With fewer than three positions no slope can be trusted, so the baseline is the mean.
+    The values are first clipped as :func:`clip_logprob` does. With fewer than three positions no slope
+    can be trusted, so the baseline is the mean.
     """
-    y = np.maximum(np.asarray(logprobs, dtype=np.float64), LOGPROB_FLOOR)
-    y = np.where(np.isnan(y), LOGPROB_FLOOR, y)
+    y = np.asarray(logprobs, dtype=np.float64)
+    y = np.clip(np.where(np.isnan(y), LOGPROB_FLOOR, y), LOGPROB_FLOOR, 0.0)
     if y.size == 0:
         empty = np.zeros(0, dtype=np.float64)
         return DecayFit(0.0, 0.0, 1.0, empty, empty)
