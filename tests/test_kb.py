@@ -8,6 +8,7 @@ import gc
 import os
 import re
 import warnings
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from chunkwise import config as config_module
 from chunkwise.config import ChunkingConfig, from_dict
 from chunkwise.errors import QueryError
+from chunkwise.ingest.paths import expand_paths
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from chunkwise.parsing.text import text_document
@@ -313,6 +315,30 @@ def test_a_single_path_is_one_path_not_its_characters(tmp_path, embedder, monkey
             kb.add(b"notes.md")  # type: ignore[arg-type]
         with pytest.raises(TypeError, match="int"):
             kb.add([1])  # type: ignore[list-item]
+
+
+def test_the_pipeline_and_expand_paths_take_a_single_path_as_one_path(tmp_path, embedder, monkeypatch):
+    """The rule of :meth:`KnowledgeBase.add` holds where the pipeline is called directly too: ``"."``
+    taken character by character by ``add_files`` or ``expand_paths`` would read the working directory
+    for ``"notes.md"``, and each letter as a missing file."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "notes.md").write_text("# Notes\n\nLounges open two hours before departure.\n", encoding="utf-8")
+    (work / "other.md").write_text("# Other\n\nGates close at departure.\n", encoding="utf-8")
+    monkeypatch.chdir(work)
+    assert expand_paths("notes.md") == [Path("notes.md")]
+    assert expand_paths(work) == [work / "notes.md", work / "other.md"]
+    with KnowledgeBase(tmp_path / "kb", models=Models(embedder=embedder)) as kb:
+        report = kb.ingest.add_files("notes.md")
+        assert (report.added, report.failed) == (["notes.md"], [])
+        with pytest.raises(TypeError, match="add_bytes"):
+            kb.ingest.add_files(b"notes.md")  # type: ignore[arg-type]
+        with pytest.raises(TypeError, match="int"):
+            kb.ingest.add_files([1])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match="add_bytes"):
+        expand_paths(b".")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="NoneType"):
+        expand_paths([None])  # type: ignore[list-item]
 
 
 def test_a_k_below_one_is_refused(built, embedder):

@@ -49,7 +49,7 @@ from chunkwise.errors import (
     failure_reason,
 )
 from chunkwise.ingest.headers import ContextualHeaders
-from chunkwise.ingest.paths import expand_paths
+from chunkwise.ingest.paths import Paths, expand_paths
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
 from chunkwise.ingest.windows import window_spans
 from chunkwise.models.accounting import unbudgeted
@@ -139,8 +139,15 @@ class IngestPipeline:
         llm = self.models.llm() if cfg.llm else None
         return ContextualHeaders(llm, title=cfg.title, summary=cfg.summary, section=cfg.section)
 
-    def add_files(self, paths: Sequence[str | Path], on_progress: ProgressFn | None = None) -> IngestReport:
-        """Parse and ingest files (directories are searched for supported files)."""
+    def add_files(self, paths: Paths, on_progress: ProgressFn | None = None) -> IngestReport:
+        """Parse and ingest files (directories are searched for supported files). ``paths``: a sequence
+        of files and directories, or one of them alone (a string is one path, never a sequence of
+        one-character paths).
+
+        Raises:
+            TypeError: ``paths`` is ``bytes`` (file contents go to :meth:`add_bytes`) or holds something
+                other than paths.
+        """
         files = expand_paths(paths)
         limits = self.config.limits.parse_limits()
         return self.run((parse_one(file, limits) for file in files), len(files), on_progress)
