@@ -99,11 +99,28 @@ def parse(
             raise ParseError(
                 source, 'cannot read file: no such file (to parse the string itself, pass format="text")'
             )
-        if format in (None, "text"):
-            return verbatim_document(source, doc_id or "text", limits)
-        _check_unicode(source, doc_id or "text")
-        return parse_bytes(source.encode("utf-8"), doc_id or "text", fmt=format, limits=limits)
+        return parse_text(source, format, doc_id or "text", limits)
     return parse_bytes(source, doc_id or "bytes", fmt=format, limits=limits)
+
+
+def parse_text(
+    text: str, format: str | None = None, doc_id: str = "text", limits: ParseLimits | None = None
+) -> Document:
+    """``text``, given as a string, as a document: plain text (``format`` ``None`` or ``text``) kept
+    verbatim (:func:`verbatim_document`: offsets index ``text`` itself, a leading U+FEFF included);
+    another format parsed as a file of that format would be. A parsed format's offsets index its parsed
+    :attr:`~Document.text`, which leaves out markup, front matter and leading blank lines, and a leading
+    U+FEFF as well, taken for a byte-order mark just as in a file (kept, it would turn a first
+    ``# Title`` into a paragraph). The string is never taken for a file name (:func:`parse` would).
+
+    Raises:
+        EncodingError: ``text`` holds a lone surrogate (no encoding can store it).
+        ParseError: another subclass naming ``doc_id`` and the reason (empty, too large, unsupported).
+    """
+    if format in (None, "text"):
+        return verbatim_document(text, doc_id, limits)
+    _check_unicode(text, doc_id)
+    return parse_bytes(text.encode("utf-8"), doc_id, fmt=format, limits=limits)
 
 
 def chunk(

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import httpx
 
+from chunkwise.api import parse
 from chunkwise.server import ServerSettings, create_app
 from tests.support.cli import run_chunkwise
 from tests.support.server import error_of, running_app, upload, wait_job, without_timings
@@ -49,6 +50,30 @@ def test_chunk_json_text_is_the_document_never_a_file_name(client: httpx.Client)
         json={"text": markdown, "format": "markdown", "chunker": "structure", "params": {"max_size": 40}},
     ).json()
     assert all(markdown[c["start"] : c["end"]] == c["text"] for c in body["chunks"])
+    assert body["chunks"][-1]["section"] == ["Title", "Part"]
+
+
+def test_chunk_json_text_keeps_plain_text_verbatim(client: httpx.Client) -> None:
+    """Plain text sent as JSON is the document as sent: a leading U+FEFF is a character of it, not a
+    byte-order mark to drop (dropping it shifted every offset by one), as with ``chunkwise.parse``."""
+    text = "\ufeffLounges open early. Gates close at departure.\n"
+    body = client.post("/v1/chunk", json={"text": text, "document": True}).raise_for_status().json()
+    assert body["document"]["text"] == text == parse(text).text
+    assert all(text[c["start"] : c["end"]] == c["text"] for c in body["chunks"])
+    assert (body["chunks"][0]["start"], body["chunks"][0]["text"][0]) == (0, "\ufeff")
+
+
+def test_chunk_json_markdown_drops_a_leading_byte_order_mark_as_parse_does(client: httpx.Client) -> None:
+    """Markdown sent as JSON is parsed as a file would be: a leading U+FEFF is a byte-order mark (kept,
+    it would make the heading a paragraph); offsets index the parsed text, as ``chunkwise.parse`` gives it."""
+    markdown = "\ufeff# Title\n\nFirst paragraph.\n\n## Part\n\nSecond paragraph."
+    body = client.post(
+        "/v1/chunk",
+        json={"text": markdown, "format": "markdown", "chunker": "structure", "document": True},
+    ).json()
+    text = body["document"]["text"]
+    assert text == parse(markdown, format="markdown").text == markdown[1:]
+    assert all(text[c["start"] : c["end"]] == c["text"] for c in body["chunks"])
     assert body["chunks"][-1]["section"] == ["Title", "Part"]
 
 

@@ -44,6 +44,7 @@ from starlette.datastructures import UploadFile
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from chunkwise.api import parse_text
 from chunkwise.chunking import CHUNKERS, get_chunker, normalised_params
 from chunkwise.config import PipelineConfig
 from chunkwise.errors import ParseError, UnsupportedFormatError
@@ -235,8 +236,8 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
         if kind == "application/json":
             body = _validated(ChunkRequest, await request.body())
             options: ChunkOptions = body
-            # The text is the document itself: never taken for a file name (chunkwise.parse would).
-            parse = partial(parse_bytes, body.text.encode("utf-8"), body.doc_id, fmt=body.format)
+            # The text is the document itself, never a file name; plain text is kept verbatim.
+            parse = partial(parse_text, body.text, body.format, body.doc_id)
 
         elif kind == "multipart/form-data":
             async with request.form(max_files=1) as form:
