@@ -4,6 +4,7 @@ and a chunker's bug. Real SQLite stores; the LLM is the scripted loopback server
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any
@@ -103,6 +104,41 @@ def test_an_llm_title_is_cleaned_of_lone_surrogates_and_cut_to_a_short_line(tmp_
     assert long_title.startswith("The Title word word")
     assert TITLE_CHARS - len(" word") < len(long_title) <= TITLE_CHARS
     assert long_title.endswith("word")
+
+
+class NulContextChunker:
+    """A plugin chunker giving the chunks of text that mentions bamboo a context holding a NUL."""
+
+    name = "nul-context"
+
+    def __init__(self, **params: Any) -> None:
+        self.inner = get_chunker("recursive", **params)
+
+    def chunk(self, doc: Document) -> list[Chunk]:
+        chunks = self.inner.chunk(doc)
+        if "bamboo" in doc.text:
+            return [dataclasses.replace(c, context="Table\x00 header") for c in chunks]
+        return chunks
+
+
+def test_a_nul_in_a_header_made_for_a_document_fails_it_alone(tmp_path: Path) -> None:
+    """A NUL in a string ingest makes for a document (here a chunk's context, part of its header) is
+    refused as one in the document itself is: PostgreSQL cannot store it, so no store is given one."""
+    docs = [
+        text_document(f"{name}.txt", text)
+        for name, text in [("a", "Gates close."), ("b", "The bamboo lounge.")]
+    ]
+    config = from_dict({"chunking": {"name": f"{__name__}:NulContextChunker"}})
+    with KnowledgeBase(tmp_path / "kb", config, models=Models(embedder=HashEmbedder())) as kb:
+        report = kb.add_documents(docs)
+        assert report.added == ["a.txt"]
+        assert report.failed == [
+            (
+                "b.txt",
+                "header of chunk 0 holds a NUL character at character 21 (not text: no store is given one)",
+            )
+        ]
+        assert kb.store.check() == []
 
 
 def test_a_chunker_bug_fails_its_file_alone(tmp_path: Path) -> None:

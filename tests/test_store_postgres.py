@@ -19,6 +19,7 @@ import httpx
 import numpy as np
 import pytest
 
+import chunkwise
 from chunkwise.config import from_dict
 from chunkwise.errors import (
     ConfigError,
@@ -31,6 +32,7 @@ from chunkwise.errors import (
 )
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
+from chunkwise.parsing.text import text_document
 from chunkwise.server import create_app
 from chunkwise.store import StoreSettings, open_store
 from chunkwise.store.pg_lexical import MAX_SEGMENTS
@@ -608,6 +610,47 @@ def test_check_finds_and_repair_rebuilds_derived_rows(pg_url, pg_server):
         assert done[0].startswith("rebuilt the BM25 postings")
         assert store.check() == ["1 chunks whose text differs from their document at their offsets"]
         assert store.bm25("refund", 3)
+
+
+@pytest.mark.parametrize("store", ["sqlite", "postgres"])
+def test_a_nul_character_fails_its_document_alone_in_either_store(store, tmp_path, embedder, request):
+    """PostgreSQL cannot store a NUL in text: a document holding one in its text, title or metadata
+    (built by hand, or parsed from a string, which ``chunkwise.parse`` keeps verbatim) used to end the
+    whole batch there with psycopg's ``DataError``, leaving the next documents unstored, while SQLite
+    stored it. Both stores now refuse it by name, store nothing of it, and go on with the batch."""
+    location = tmp_path / "kb" if store == "sqlite" else request.getfixturevalue("pg_url")
+    bad = [
+        text_document("text.txt", "Gates \x00 close."),
+        dataclasses.replace(text_document("title.txt", "Gates close."), title="Ga\x00tes"),
+        dataclasses.replace(text_document("meta.txt", "Gates close."), metadata={"tags": ["a", "b\x00"]}),
+        chunkwise.parse("Lounges\x00 open early.", doc_id="parsed.txt"),
+    ]
+    good = text_document("good.txt", "Gates close twenty minutes before departure.")
+    with KnowledgeBase(location, models=Models(embedder=embedder)) as kb:
+        report = kb.add_documents([*bad, good])
+        assert report.added == ["good.txt"]
+        assert report.failed == [
+            (
+                "text.txt",
+                "the document's text holds a NUL character at character 6 (not text: no store is given one)",
+            ),
+            (
+                "title.txt",
+                "the document's title holds a NUL character at character 2 (not text: no store is given one)",
+            ),
+            (
+                "meta.txt",
+                "the document's metadata['tags'][1] holds a NUL character at character 1"
+                " (not text: no store is given one)",
+            ),
+            (
+                "parsed.txt",
+                "the document's text holds a NUL character at character 7 (not text: no store is given one)",
+            ),
+        ]
+        assert [info.doc_id for info in kb.documents()] == ["good.txt"]
+        assert kb.store.counts()["documents"] == 1
+        assert kb.store.check() == []
 
 
 def test_malformed_urls_are_typed_errors():

@@ -76,6 +76,13 @@ class NotUnicodeError(SourceError):
     a lone surrogate: it is not valid Unicode text, and no store, hash or tokenizer can encode it."""
 
 
+class NulCharacterError(SourceError):
+    """A string to be stored for a document (its text, title, a metadata value, a header its chunker
+    made) holds a NUL character. PostgreSQL cannot store one in text, and NUL is not text: the file
+    parsers refuse content holding it as binary. Ingest refuses such a document in every store, SQLite
+    included, so that both stores hold the same documents for the same input."""
+
+
 class ChunkingError(ChunkwiseError):
     """A chunker could not honour its contract for a document."""
 

@@ -6,9 +6,11 @@ them); each document is stored in its own transaction as soon as its chunks are 
 leaves every document whole or absent and memory follows one document, not the whole batch. A file that
 cannot be parsed or chunked (a parser's or chunker's bug included) is reported and the batch goes on, as
 is one with a string that is not valid Unicode text (a lone surrogate in its title, source or metadata,
-or in a header made for it). A document whose content and ingest settings
-(:meth:`PipelineConfig.ingest_fingerprint`) and stored fields (title, metadata, units: see
-:meth:`IngestPipeline.unchanged`) match the stored version is skipped.
+or in a header made for it) or that holds a NUL character (:class:`~chunkwise.errors.NulCharacterError`:
+PostgreSQL cannot store it, so no store is given one and every store holds the same documents). A
+document whose content and ingest settings (:meth:`PipelineConfig.ingest_fingerprint`) and stored
+fields (title, metadata, units: see :meth:`IngestPipeline.unchanged`) match the stored version is
+skipped.
 
 Every model call (chunkers, headers, the embedder) goes through the run's
 :class:`~chunkwise.models.Models`, so its ledger holds them all and its budget (``models.max_cost``,
@@ -46,6 +48,7 @@ from chunkwise.errors import (
     ModelCallError,
     ModelError,
     NotUnicodeError,
+    NulCharacterError,
     failure_reason,
 )
 from chunkwise.ingest.headers import ContextualHeaders
@@ -224,7 +227,8 @@ class IngestPipeline:
     def prepare(self, doc: Document) -> Prepared:
         """Chunk ``doc`` and build each chunk's header (the chunk's own context, such as a table's header
         row, comes after the document header); :class:`NotUnicodeError` when a string made for it (by
-        its chunker, or by the LLM that titles it) is not valid Unicode text."""
+        its chunker, or by the LLM that titles it) is not valid Unicode text, :class:`NulCharacterError`
+        when one holds a NUL character."""
         chunks = chunk_within(self.chunker, doc, self.config.limits.max_chunks)
         context = self.headers.document_context(doc) if self.headers else None
         headers = []
@@ -237,6 +241,8 @@ class IngestPipeline:
         made += [(f"section of chunk {i}", s) for i, c in enumerate(chunks) for s in c.section]
         if invalid := _first_lone_surrogate(made):
             raise NotUnicodeError(doc.id, invalid)
+        if invalid := _first_nul(made):
+            raise NulCharacterError(doc.id, invalid)
         windows, owners = self.windows(chunks, headers)
         pooled = frozenset() if self.config.retrieval.embed_whole else frozenset(owners)
         return Prepared(doc, chunks, headers, summary, windows, owners, pooled)
@@ -407,14 +413,16 @@ def chunk_texts(items: Sequence[Prepared]) -> list[str]:
 
 
 def not_unicode(doc: Document) -> str:
-    """Why ``doc`` cannot be stored (a string of it holds a lone surrogate, which no store, hash or
-    tokenizer can encode: a document built by hand or from JSON escapes), or ``""``. Every string that
-    is stored is checked: the id, text, title, source, format and unit ids, and the keys and string
-    values of the metadata, however nested."""
+    """Why ``doc`` cannot be stored, or ``""``: a string of it holds a lone surrogate, which no store,
+    hash or tokenizer can encode, or a NUL character (see :class:`~chunkwise.errors.NulCharacterError`);
+    a document built by hand, from JSON escapes, or from a string given to ``chunkwise.parse``, which
+    keeps it verbatim. Every string that is stored is checked: the id, text, title, source, format and
+    unit ids, and the keys and string values of the metadata, however nested."""
     fields = [("id", doc.id), ("text", doc.text), ("title", doc.title or ""), ("source", doc.source or "")]
     fields += [("format", doc.format), *(("unit id", unit.id) for unit in doc.units)]
     fields += _metadata_strings(doc.metadata, "metadata")
-    return _first_lone_surrogate((f"the document's {what}", text) for what, text in fields)
+    named = [(f"the document's {what}", text) for what, text in fields]
+    return _first_lone_surrogate(named) or _first_nul(named)
 
 
 def _metadata_strings(value: object, where: str) -> Iterator[tuple[str, str]]:
@@ -437,6 +445,16 @@ def _first_lone_surrogate(named: Iterable[tuple[str, str]]) -> str:
         at = lone_surrogate(text)
         if at is not None:
             return f"{what} is not valid Unicode text: a lone surrogate at character {at}"
+    return ""
+
+
+def _first_nul(named: Iterable[tuple[str, str]]) -> str:
+    """Why the first of ``named`` (``(what, text)`` pairs) that holds a NUL character cannot be stored,
+    or ``""``."""
+    for what, text in named:
+        at = text.find("\x00")
+        if at >= 0:
+            return f"{what} holds a NUL character at character {at} (not text: no store is given one)"
     return ""
 
 
