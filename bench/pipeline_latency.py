@@ -46,12 +46,12 @@ import numpy as np
 
 from bench_data import add_data_option
 from chunkwise.chunking.chunk import make_chunk
-from chunkwise.config import from_dict
+from chunkwise.config import RSE_PRESETS, from_dict
 from chunkwise.document import Document
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from chunkwise.parsing.text import text_document
-from chunkwise.query.segments import PRESETS, best_segments, chunk_values
+from chunkwise.query.segments import best_segments, chunk_values
 from chunkwise.query.trace import Trace
 from chunkwise.store import Store, StoreSettings
 from chunkwise.store.sqlite import SQLiteStore
@@ -223,7 +223,7 @@ def timed(fn: Callable[[], Any], repeats: int) -> list[float]:
 
 def rse_peer(n: int, rng: np.random.Generator) -> dict[str, Any]:
     """Segment search on ``n`` chunks (20 documents, 200 ranked hits, balanced preset): chunkwise vs dsRAG."""
-    params = PRESETS["balanced"]
+    params = RSE_PRESETS["balanced"]
     ranks = np.full(n, np.nan)
     hits = rng.choice(n, 200, replace=False)
     hits[:40] = np.arange(n // 2, n // 2 + 40)  # one relevant run, as real rankings have

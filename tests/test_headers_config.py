@@ -126,6 +126,10 @@ def test_every_preset_passes_its_own_checks():
         ("[answer]\nmin_quote_chars = 0\n", "answer.min_quote_chars: must be at least 1"),
         ("[segments]\ndecay_rate = 0\n", "segments.decay_rate: must be positive, got 0"),
         ("[segments]\nmax_length = 0\n", "segments.max_length: must be at least 1, got 0"),
+        (
+            "[segments]\npreset = 'bogus'\n",
+            "segments.preset: unknown RSE preset 'bogus'; choose one of balanced, precision, find_all",
+        ),
         ("preset = 'turbo'\n", "unknown preset 'turbo'"),
         ("[retrieval\n", "kb.toml"),
     ],

@@ -9,16 +9,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from chunkwise.config import RSE_PRESETS, RSEParams
 from chunkwise.errors import ConfigError
 from chunkwise.query import Candidate, Trace
-from chunkwise.query.segments import (
-    PRESETS,
-    RSEParams,
-    SegmentExtraction,
-    best_segments,
-    chunk_values,
-    rse_params,
-)
+from chunkwise.query.segments import SegmentExtraction, best_segments, chunk_values, rse_params
 from chunkwise.store.protocol import StoredChunk
 
 
@@ -51,11 +45,11 @@ def reference_segments(values, doc_ends, max_length, overall_max_length, minimum
 
 
 def test_presets_are_dsrag_values():
-    assert PRESETS["balanced"] == RSEParams(15, 30, 0.5, 0.18, 30.0, 10, True)
-    assert PRESETS["precision"].minimum_value == 0.7
-    assert PRESETS["precision"].irrelevant_chunk_penalty == 0.2
-    assert (PRESETS["find_all"].max_length, PRESETS["find_all"].overall_max_length) == (40, 200)
-    assert PRESETS["find_all"].decay_rate == 200.0
+    assert RSE_PRESETS["balanced"] == RSEParams(15, 30, 0.5, 0.18, 30.0, 10, True)
+    assert RSE_PRESETS["precision"].minimum_value == 0.7
+    assert RSE_PRESETS["precision"].irrelevant_chunk_penalty == 0.2
+    assert (RSE_PRESETS["find_all"].max_length, RSE_PRESETS["find_all"].overall_max_length) == (40, 200)
+    assert RSE_PRESETS["find_all"].decay_rate == 200.0
     assert rse_params("precision", max_length=3).max_length == 3
     with pytest.raises(ConfigError, match="unknown RSE preset"):
         rse_params("everything")

@@ -229,6 +229,37 @@ class RerankConfig:
         _within(path, "weight", self.weight, 0.0, 1.0)
 
 
+@dataclass(frozen=True, slots=True)
+class RSEParams:
+    """Relevant segment extraction's parameters (:mod:`chunkwise.query.segments`), with dsRAG's
+    ``balanced`` preset as defaults. Lengths count chunks."""
+
+    max_length: int = 15
+    overall_max_length: int = 30
+    minimum_value: float = 0.5
+    irrelevant_chunk_penalty: float = 0.18
+    decay_rate: float = 30.0
+    top_k_for_document_selection: int = 10
+    chunk_length_adjustment: bool = True
+    reference_length: int = 700
+
+
+#: dsRAG's presets (``RSE_PARAMS_PRESETS`` in ``dsrag/rse.py``). They live here rather than with the
+#: extraction (:mod:`chunkwise.query.segments`) so that ``segments.preset`` is checked when the
+#: configuration is loaded: the query layer sits above this module and may not be imported by it.
+RSE_PRESETS: dict[str, RSEParams] = {
+    "balanced": RSEParams(),
+    "precision": RSEParams(minimum_value=0.7, irrelevant_chunk_penalty=0.2),
+    "find_all": RSEParams(
+        max_length=40,
+        overall_max_length=200,
+        minimum_value=0.4,
+        decay_rate=200.0,
+        top_k_for_document_selection=200,
+    ),
+}
+
+
 @dataclass(frozen=True)
 class SegmentsConfig:
     """Relevant segment extraction: a dsRAG preset, with any of its parameters overridden.
@@ -247,8 +278,12 @@ class SegmentsConfig:
     chunk_length_adjustment: bool | None = None
 
     def validate(self, path: str) -> None:
-        """The lengths and the number of documents at least 1, the decay rate positive (ranks are divided
-        by it). The preset's name is checked where the presets live, when segments are first searched."""
+        """The preset one of :data:`RSE_PRESETS`, the lengths and the number of documents at least 1, the
+        decay rate positive (ranks are divided by it)."""
+        if self.preset not in RSE_PRESETS:
+            raise ConfigError(
+                f"{path}.preset: unknown RSE preset {self.preset!r}; choose one of {', '.join(RSE_PRESETS)}"
+            )
         for name in ("max_length", "overall_max_length", "top_k_for_document_selection"):
             value = getattr(self, name)
             if value is not None:

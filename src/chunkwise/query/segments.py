@@ -31,6 +31,7 @@ from typing import Any, Protocol
 import numpy as np
 import numpy.typing as npt
 
+from chunkwise.config import RSE_PRESETS, RSEParams
 from chunkwise.errors import ConfigError
 from chunkwise.query.candidate import Candidate
 from chunkwise.query.trace import Trace
@@ -39,42 +40,14 @@ from chunkwise.spans import Span
 Floats = npt.NDArray[np.float64]
 
 
-@dataclass(frozen=True, slots=True)
-class RSEParams:
-    """RSE parameters, with dsRAG's ``balanced`` preset as defaults. Lengths count chunks."""
-
-    max_length: int = 15
-    overall_max_length: int = 30
-    minimum_value: float = 0.5
-    irrelevant_chunk_penalty: float = 0.18
-    decay_rate: float = 30.0
-    top_k_for_document_selection: int = 10
-    chunk_length_adjustment: bool = True
-    reference_length: int = 700
-
-
-#: dsRAG's presets (``RSE_PARAMS_PRESETS`` in ``dsrag/rse.py``).
-PRESETS: dict[str, RSEParams] = {
-    "balanced": RSEParams(),
-    "precision": RSEParams(minimum_value=0.7, irrelevant_chunk_penalty=0.2),
-    "find_all": RSEParams(
-        max_length=40,
-        overall_max_length=200,
-        minimum_value=0.4,
-        decay_rate=200.0,
-        top_k_for_document_selection=200,
-    ),
-}
-
-
 def rse_params(preset: str = "balanced", **overrides: Any) -> RSEParams:
     """The named preset with ``overrides`` applied; :class:`ConfigError` for an unknown name or key."""
-    if preset not in PRESETS:
-        raise ConfigError(f"unknown RSE preset {preset!r}; choose one of {sorted(PRESETS)}")
+    if preset not in RSE_PRESETS:
+        raise ConfigError(f"unknown RSE preset {preset!r}; choose one of {sorted(RSE_PRESETS)}")
     unknown = set(overrides) - set(RSEParams.__dataclass_fields__)
     if unknown:
         raise ConfigError(f"unknown RSE parameter {sorted(unknown)[0]!r}")
-    return replace(PRESETS[preset], **overrides)
+    return replace(RSE_PRESETS[preset], **overrides)
 
 
 def chunk_values(
