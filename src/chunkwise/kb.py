@@ -16,7 +16,6 @@ budget), built from the configuration's ``[models]`` section unless one is given
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 from chunkwise.config import PipelineConfig, from_dict, load_config
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
+from chunkwise.ingest.paths import path_list
 from chunkwise.ingest.pipeline import IngestPipeline
 from chunkwise.ingest.report import IngestReport, ProgressFn
 from chunkwise.models.context import Models
@@ -141,7 +141,7 @@ class KnowledgeBase:
             ClusterError: the Ray cluster does not answer or failed as a whole, or the process is
                 already attached to another Ray cluster than ``ray`` names.
         """
-        named = _path_list(paths)
+        named = path_list(paths)
         self._record_config()
         if ray is not None:
             from chunkwise.ingest.ray_ingest import ray_add_files
@@ -193,23 +193,3 @@ class KnowledgeBase:
     def _record_config(self) -> None:
         """Record this knowledge base's configuration in its store, before an ingest."""
         record_config(self.store, self.config)
-
-
-def _path_list(paths: object) -> list[str | Path]:
-    """``paths`` as a list of paths: a lone ``str`` or path-like object is one path. A ``str`` is itself
-    a sequence, so iterating it would ingest each character (``"."`` the working directory, ``"/"`` the
-    whole filesystem); ``bytes`` and a sequence of anything but paths are refused for the same reason
-    (their items are numbers or other objects, not paths)."""
-    if isinstance(paths, str | os.PathLike):
-        return [paths if isinstance(paths, str) else Path(paths)]
-    if isinstance(paths, bytes | bytearray | memoryview) or not isinstance(paths, Sequence):
-        raise TypeError(
-            f"paths must be a path or a sequence of paths, not {type(paths).__name__} "
-            "(to store a file's bytes use add_bytes)"
-        )
-    named: list[str | Path] = []
-    for path in paths:
-        if not isinstance(path, str | os.PathLike):
-            raise TypeError(f"paths must hold str or path-like items, not {type(path).__name__}: {path!r}")
-        named.append(path if isinstance(path, str) else Path(path))
-    return named
