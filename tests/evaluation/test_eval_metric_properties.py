@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from hypothesis import given
 from hypothesis import strategies as st
 
-from chunkwise.evaluation.intervals import merge, overlap
+from chunkwise.evaluation.intervals import by_document, merge, overlap
 from chunkwise.evaluation.items import Retrieved, Span
 from chunkwise.evaluation.metrics import (
     char_precision,
@@ -124,6 +124,27 @@ def test_a_chunk_without_gold_never_raises_precision(
     assert char_precision(more, gold) <= char_precision(retrieved, gold)
     assert span_iou(more, gold) <= span_iou(retrieved, gold)
     assert span_recall(more, gold) == span_recall(retrieved, gold)
+
+
+any_gold = st.lists(ranges().map(lambda t: Span(*t)), min_size=1, max_size=4)
+
+
+@given(retrieved_lists, any_gold)
+def test_span_metrics_count_a_gold_character_once_however_many_spans_name_it(
+    retrieved: list[Retrieved], gold: list[Span]
+) -> None:
+    """Gold spans that overlap or repeat score as the set of characters they cover: a data set may list
+    the same evidence twice, and that must not lower recall or lift IoU above recall."""
+    union = [Span(doc_id, start, end) for doc_id, ivs in by_document(gold).items() for start, end in ivs]
+    for fn in (span_recall, span_precision, span_iou, char_recall, char_precision):
+        assert fn(retrieved, gold) == fn(retrieved, union)
+    assert span_recall(retrieved, gold) == char_recall(retrieved, gold)
+    assert (
+        span_iou(retrieved, gold)
+        <= min(span_recall(retrieved, gold), span_precision(retrieved, gold)) + 1e-12
+    )
+    exact = [Retrieved(g.doc_id, g.start, g.end) for g in union]
+    assert span_recall(exact, gold) == span_iou(exact, gold) == 1.0
 
 
 @given(retrieved_lists, st.lists(st.sampled_from(DOCS), min_size=1, max_size=3), st.integers(1, 10))

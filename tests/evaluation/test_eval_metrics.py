@@ -55,6 +55,19 @@ def test_iou_adds_the_missed_gold_to_the_summed_retrieved_length() -> None:
     assert span_iou(RETRIEVED_A, GOLD_A) == pytest.approx(15 / 55)
 
 
+def test_overlapping_and_repeated_gold_spans_count_each_character_once() -> None:
+    # gold d[0,10) and d[5,15) cover 15 characters, d[0,10) listed twice 10; retrieving d[0,15) holds
+    # them all: recall 1 and IoU 1 (summing span lengths would give 15/20 and 10/20 recall, IoU 1).
+    whole = [r("d", 0, 15)]
+    assert span_recall(whole, [s("d", 0, 10), s("d", 5, 15)]) == 1.0
+    assert span_iou(whole, [s("d", 0, 10), s("d", 5, 15)]) == 1.0
+    assert span_recall(whole, [s("d", 0, 10), s("d", 0, 10)]) == 1.0
+    # d[0,5) of the overlapping pair: 5 of 15 gold characters; missed 10, IoU 5 / (5 + 10).
+    part = [r("d", 0, 5)]
+    assert span_recall(part, [s("d", 0, 10), s("d", 5, 15)]) == pytest.approx(5 / 15)
+    assert span_iou(part, [s("d", 0, 10), s("d", 5, 15)]) == pytest.approx(5 / 15)
+
+
 def test_legalbench_precision_counts_overlap_per_chunk_and_recall_once() -> None:
     # signal ratio: (|[10,20)| + |[15,25)| + 0 + 0) / 50 = 20 / 50; retrieval ratio: 15 / 20.
     assert char_precision(RETRIEVED_A, GOLD_A) == pytest.approx(20 / 50)

@@ -9,7 +9,7 @@ the share of the gold characters that some retrieved item of the same document h
 union of the gold spans (LegalBench-RAG requires them disjoint). The reference code sums Σ_g Σ_r |g ∩ r|,
 which is the same number whenever the retrieved items are disjoint, as they are in its benchmark; with
 overlapping retrieved items it would count a gold character once per item and could exceed 1, so here
-each gold character counts once. 0 when there is no gold.
+each gold character counts once. It equals Chroma's recall (:mod:`.recall`). 0 when there is no gold.
 """
 
 from __future__ import annotations

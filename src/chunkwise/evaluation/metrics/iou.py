@@ -1,7 +1,8 @@
 """Chroma's intersection over union.
 
 Source: Smith & Troynikov, "Evaluating Chunking Strategies for Retrieval" (Chroma, 2024), section 3:
-IoU = |∪ (retrieved ∩ gold)| / (Σ |retrieved item| + |gold not covered by any retrieved item|).
+IoU = |∪ (retrieved ∩ gold)| / (Σ |retrieved item| + |gold not covered by any retrieved item|), the
+gold counted as a set of characters (:mod:`.overlap`).
 The denominator is not a true set union: overlapping retrieved items count again, as in the reference
 code, so a chunker that retrieves redundant text is penalised. 0 when the denominator is 0.
 """

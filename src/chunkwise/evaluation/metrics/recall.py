@@ -1,7 +1,8 @@
 """Chroma's token-level (here character-level) recall.
 
 Source: Smith & Troynikov, "Evaluating Chunking Strategies for Retrieval" (Chroma, 2024), section 3:
-recall = |∪ (retrieved ∩ gold)| / Σ |gold span|; 0 when there is no gold. See
+recall = |∪ (retrieved ∩ gold)| / |∪ gold|; 0 when there is no gold (Chroma divides by Σ |gold span|,
+the same number unless gold spans overlap). See
 :mod:`chunkwise.evaluation.metrics.overlap` for the exact counting rules.
 """
 
