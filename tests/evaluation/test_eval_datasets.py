@@ -73,6 +73,15 @@ def test_offsets_are_code_points(tmp_path: Path) -> None:
         ({"qid": "q", "query": "why", "spans": [{"doc_id": "a", "start": 3, "end": 3}]}, "out of range"),
         ({"qid": "q", "query": "why", "spans": [{"doc_id": "z", "start": 0, "end": 1}]}, "not in the corpus"),
         ({"qid": "q", "query": "why", "spans": [], "gold_docs": ["z"]}, "not in the corpus"),
+        (
+            {
+                "qid": "q",
+                "query": "why",
+                "spans": [{"doc_id": "a", "start": 0, "end": 5}],
+                "gold_docs": ["b"],
+            },
+            "span document 'a' is not among the query's gold_docs",
+        ),
         ({"qid": "q", "query": "why", "spans": []}, "neither spans nor gold_docs"),
         ({"qid": "q", "query": "why", "spans": [], "gold_docs": "a"}, "gold_docs"),
         ({"qid": "q", "spans": []}, "'query'"),

@@ -5,12 +5,14 @@
   "spans": [{"doc_id", "start", "end", "text"?}], "gold_docs"?: [str]}``; any other field is kept in
   :attr:`Query.metadata`. ``start``/``end`` are Python ``str`` offsets (code points) into the document
   text, end exclusive. A query needs span gold, document gold (``gold_docs``), or both; without
-  ``gold_docs`` its gold documents are those of its spans.
+  ``gold_docs`` its gold documents are those of its spans; with both, every span must lie on one of
+  the ``gold_docs`` (the documents a subsample keeps and document metrics score).
 
 Document texts are kept verbatim, so span offsets stay valid. Every span is checked on load (document
-known, offsets in range, ``text`` equal to the slice when given); a bad line raises
-:class:`~chunkwise.errors.DatasetError` naming the file and the line. :func:`subsample` draws a
-deterministic subset of the queries and keeps only the documents they need, plus optional distractors.
+known and among the query's gold documents, offsets in range, ``text`` equal to the slice when given);
+a bad line raises :class:`~chunkwise.errors.DatasetError` naming the file and the line.
+:func:`subsample` draws a deterministic subset of the queries and keeps only the documents they need,
+plus optional distractors.
 """
 
 from __future__ import annotations
@@ -176,6 +178,9 @@ def _load_queries(path: Path, texts: dict[str, str]) -> tuple[Query, ...]:
         unknown = [doc_id for doc_id in gold_docs if doc_id not in texts]
         if unknown:
             raise DatasetError(source, f"gold document {unknown[0]!r} is not in the corpus")
+        outside = [span.doc_id for span in spans if span.doc_id not in gold_docs]
+        if outside:
+            raise DatasetError(source, f"span document {outside[0]!r} is not among the query's gold_docs")
         if not gold_docs:
             raise DatasetError(source, f"query {qid!r} has neither spans nor gold_docs")
         answer = record.get("answer")
