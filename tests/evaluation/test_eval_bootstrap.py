@@ -60,5 +60,8 @@ def test_bad_inputs_raise() -> None:
         paired_bootstrap([1.0, 2.0], [1.0])
     with pytest.raises(ConfigError):
         paired_bootstrap([], [])
+    # one query: every resample is that query, so the interval would be [d, d] and look certain.
+    with pytest.raises(ConfigError, match="at least two"):
+        paired_bootstrap([0.0], [1.0])
     with pytest.raises(ConfigError):
         paired_bootstrap([1.0], [1.0], confidence=1.0)

@@ -172,6 +172,21 @@ def test_intervals_need_the_same_queries(span_report: EvaluationReport) -> None:
         replace(span_report, configs=(first, other)).intervals()
 
 
+def test_one_query_gives_no_interval_and_nothing_marked_significant(span_report: EvaluationReport) -> None:
+    """A single query would give the zero-width interval [d, d], which excludes 0 whenever the
+    configurations differ on it: the page shows the difference alone instead."""
+    first, second = (
+        replace(c, queries=c.queries[:1], metrics=dict(c.queries[0].metrics)) for c in span_report.configs
+    )
+    assert first.metrics != second.metrics
+    single = replace(span_report, configs=(first, second))
+    assert single.intervals() == {}
+    page = render_html(single, resamples=50)
+    assert 'class="sig"' not in page
+    assert "no interval: fewer than two queries" in page
+    assert "Δ" in page
+
+
 def test_html_report_is_self_contained(span_report: EvaluationReport) -> None:
     page = render_html(span_report, resamples=200)
     assert page.startswith("<!DOCTYPE html>")

@@ -7,7 +7,8 @@ percentile interval (Efron & Tibshirani, *An Introduction to the Bootstrap*, 199
 evaluation, Sakai, "Evaluating Evaluation Metrics Based on the Bootstrap", SIGIR 2006).
 
 All resamples are drawn at once as one ``(resamples, n)`` index matrix from a seeded NumPy generator: the
-same inputs and seed give the same interval on every machine.
+same inputs and seed give the same interval on every machine. One query gives no interval: every
+resample would be that query, and the zero-width interval at its difference would pass for certainty.
 """
 
 from __future__ import annotations
@@ -57,11 +58,12 @@ def paired_bootstrap(
     confidence: float = 0.95,
     seed: int = 0,
 ) -> DifferenceInterval:
-    """Interval for ``mean(b) - mean(a)``, ``a[i]`` and ``b[i]`` being the same query's values."""
+    """Interval for ``mean(b) - mean(a)``, ``a[i]`` and ``b[i]`` being the same query's values; at least
+    two queries are needed (:class:`ConfigError` otherwise)."""
     if len(a) != len(b):
         raise ConfigError(f"paired bootstrap: {len(a)} values against {len(b)}; the queries must match")
-    if not a:
-        raise ConfigError("paired bootstrap: no queries")
+    if len(a) < 2:
+        raise ConfigError(f"paired bootstrap: {len(a)} queries; an interval needs at least two")
     if not 0.0 < confidence < 1.0 or resamples < 1:
         raise ConfigError("paired bootstrap: confidence must lie in (0, 1) and resamples be positive")
     diffs = np.asarray(b, dtype=np.float64) - np.asarray(a, dtype=np.float64)

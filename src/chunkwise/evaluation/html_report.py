@@ -69,7 +69,10 @@ def _metrics_table(
         cells = []
         for i, config in enumerate(report.configs):
             value = f"{config.metrics[metric]:.4f}"
-            if i:
+            if i and not intervals:
+                delta = config.metrics[metric] - report.configs[0].metrics[metric]
+                value = f"{value}<br><span class='ci'>Δ {delta:+.4f}</span>"
+            elif i:
                 ci = intervals[config.name][metric]
                 mark = ' class="sig"' if ci.excludes_zero else ""
                 value = (
@@ -78,12 +81,15 @@ def _metrics_table(
                 )
             cells.append(f"<td>{value}</td>")
         rows.append(f"<tr><td>{escape(metric)}</td>{''.join(cells)}</tr>")
-    note = (
-        f"<p class='ci'>Δ: difference to <b>{escape(report.configs[0].name)}</b> with its "
-        f"{confidence:.0%} paired bootstrap interval over the queries; bold where it excludes 0.</p>"
-        if len(report.configs) > 1
-        else ""
-    )
+    note = ""
+    if len(report.configs) > 1:
+        note = f"<p class='ci'>Δ: difference to <b>{escape(report.configs[0].name)}</b>"
+        if intervals:
+            note += f" with its {confidence:.0%} paired bootstrap interval over the queries"
+            note += "; bold where it excludes 0"
+        else:
+            note += "; no interval: fewer than two queries"
+        note += ".</p>"
     return f"<h2>Metrics</h2><table><tr><th>metric</th>{head}</tr>{''.join(rows)}</table>{note}"
 
 

@@ -123,8 +123,9 @@ class EvaluationReport:
     def intervals(
         self, *, resamples: int = 1000, confidence: float = 0.95, seed: int = 0
     ) -> dict[str, dict[str, DifferenceInterval]]:
-        """Paired bootstrap intervals of (config - first config) per metric, for every later config."""
-        if not self.configs:
+        """Paired bootstrap intervals of (config - first config) per metric, for every later config;
+        empty when there are fewer than two queries, which give no interval."""
+        if not self.configs or len(self.configs[0].queries) < 2:
             return {}
         base = self.configs[0]
         qids = [record.qid for record in base.queries]
