@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from random import Random
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -9,7 +11,7 @@ from hypothesis import strategies as st
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation.items import QueryRun, Retrieved, Span
 from chunkwise.evaluation.metrics import parse_metric, span_recall
-from chunkwise.evaluation.metrics.budget import CHARS_PER_TOKEN, within_budget
+from chunkwise.evaluation.metrics.budget import CHARS_PER_TOKEN, items_to_fill, within_budget
 
 items = st.builds(
     lambda doc, start, length: Retrieved(doc, start, start + length),
@@ -80,3 +82,19 @@ def test_names() -> None:
         parse_metric("recall@0t")
     with pytest.raises(ConfigError, match="unknown"):
         parse_metric("recall@400x")
+
+
+def test_items_to_fill_counts_the_shortest_items_that_reach_the_budget() -> None:
+    # 10 tokens = 40 characters: the shortest first, 5 + 10 + 10 + 20 = 45 >= 40 after four items.
+    assert items_to_fill([100, 10, 5, 20, 10], 10) == 4
+    # all together fall short: every item.
+    assert items_to_fill([5, 5], 10) == 2
+    assert items_to_fill([], 10) == 0
+
+
+@given(st.lists(st.integers(1, 200), max_size=30), st.integers(1, 100), st.randoms())
+def test_any_items_to_fill_of_the_items_fill_the_budget(lengths: list[int], tokens: int, rng: Random) -> None:
+    """Whichever items a retrieval returns, that many of them fill the budget (or are all there is)."""
+    count = items_to_fill(lengths, tokens)
+    picked = rng.sample(lengths, count)
+    assert sum(picked) >= tokens * CHARS_PER_TOKEN or count == len(lengths)

@@ -12,6 +12,7 @@ from chunkwise.config import from_dict
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation import load_dataset, verify
 from chunkwise.evaluation.html_report import render_html
+from chunkwise.evaluation.metrics.budget import items_to_fill
 from chunkwise.evaluation.runner import EvalProgress, evaluate
 from chunkwise.models import Models
 from chunkwise.models.accounting import Ledger
@@ -41,14 +42,16 @@ def test_span_dataset_two_configurations(data_dir: Path, tmp_path: Path, embedde
     assert report.metrics[:4] == ("recall@5", "precision@5", "iou@5", "precision_omega")
     for result in report.configs:
         assert len(result.queries) == len(dataset.queries)
-        assert all(len(q.retrieved) <= 20 for q in result.queries)
+        assert result.chunks is not None
+        # 20 items, or as many as the shortest chunks take to fill recall@1000t's 4,000 characters
+        depth = max(20, items_to_fill(result.chunks.lengths, 1000))
+        assert all(len(q.retrieved) <= depth for q in result.queries)
         # every retrieved item is a real slice of a corpus document
         texts = {d.id: d.text for d in dataset.documents}
         assert all(0 <= r.start < r.end <= len(texts[r.doc_id]) for q in result.queries for r in q.retrieved)
         # the oracle chunks hold every gold span's text: the recursive and fixed chunkers lose no text
         assert all(q.oracle for q in result.queries)
         assert {c.stage for c in result.costs} >= {"index", "embed", "bm25", "dense"}
-        assert result.chunks is not None
         assert result.chunks.count > 0
         # retrieval on three short articles finds the right document almost always
         assert result.metrics["doc_recall@5"] > 0.8
@@ -84,6 +87,25 @@ def test_retrieval_settings_reuse_the_index(data_dir: Path, tmp_path: Path, embe
     assert second.metrics == ("doc_recall@5", "doc_precision@5", "mrr@5", "ndcg@5")
     assert verify(second.to_dict()) == []
     assert len(list((tmp_path / "indexes").iterdir())) == 1
+
+
+def test_small_chunks_are_retrieved_deep_enough_to_fill_a_token_budget(
+    data_dir: Path, tmp_path: Path, embedder: Any
+) -> None:
+    """recall@400t reads 1,600 characters: 20 chunks of at most 40 would hold half of it, so the runner
+    retrieves more and the small chunking is scored on a full context."""
+    dataset = load_dataset(data_dir / "eval" / "xquad_mini", limit=4, seed=1)
+    report = evaluate(
+        dataset,
+        [("fixed-40", config("fixed", 40))],
+        workdir=tmp_path,
+        metrics=["recall@400t"],
+        models=Models(embedder=embedder),
+    )
+    for query in report.configs[0].queries:
+        assert len(query.retrieved) > 20
+        assert sum(r.end - r.start for r in query.retrieved) >= 400 * 4
+    assert verify(report.to_dict()) == []
 
 
 def test_segments_are_evaluated_as_spans(data_dir: Path, tmp_path: Path, embedder: Any) -> None:

@@ -27,6 +27,7 @@ from chunkwise.evaluation.chunk_stats import chunk_stats
 from chunkwise.evaluation.costs import CostRecorder, StageCost
 from chunkwise.evaluation.datasets import Dataset
 from chunkwise.evaluation.items import QueryRun, Retrieved, Span
+from chunkwise.evaluation.metrics.budget import items_to_fill
 from chunkwise.evaluation.metrics.precision_omega import omega_chunks
 from chunkwise.evaluation.metrics.registry import Metric, parse_metrics
 from chunkwise.evaluation.report import ConfigResult, EvaluationReport
@@ -44,7 +45,8 @@ UNLABELLED: dict[tuple[str, str], str] = {
     ("search", "reranker"): "rerank",
 }
 
-#: How many items each query retrieves by default (the recall/precision-against-k curves reach this).
+#: How many items each query retrieves by default (the recall/precision-against-k curves reach this);
+#: a configuration retrieves more where a token budget needs them (:func:`run_config`).
 DEFAULT_DEPTH = 20
 
 
@@ -136,6 +138,10 @@ def run_config(
 ) -> ConfigResult:
     """Index, query and score one configuration (see the module docstring).
 
+    Each query retrieves ``depth`` items, more where a token budget metric needs them: as many as the
+    shortest chunks of this chunking take to fill the largest budget, so that small chunks are scored on
+    a full context as large ones are (the retrieval's own candidate list still bounds it).
+
     ``models`` is the run's model context; ``None`` builds one from ``config.models``. A given context
     serves the configuration with its own models, ledger and budget.
     """
@@ -161,6 +167,8 @@ def run_config(
         chunks = {
             doc.id: [Span(doc.id, s, e) for s, e in kb.store.chunk_spans(doc.id)] for doc in dataset.documents
         }
+        lengths = [c.end - c.start for spans in chunks.values() for c in spans]
+        depth = max([depth, *(items_to_fill(lengths, m.budget) for m in metrics if m.budget is not None)])
         vectors = _query_vectors(embedder, [q.query for q in dataset.queries], config, costs)
         runs = []
         for done, query in enumerate(dataset.queries, start=1):
@@ -184,7 +192,7 @@ def run_config(
         runs,
         metrics,
         costs=costs.stages(),
-        chunks=chunk_stats([c.end - c.start for spans in chunks.values() for c in spans]),
+        chunks=chunk_stats(lengths),
     )
 
 

@@ -11,7 +11,8 @@ from an evaluation's JSON alone, needs no tokenizer, and means the same for ever
 
 The cut: items are taken in rank order; each costs its full length in characters, overlapping items
 again (the reader receives the text again); the item that crosses the budget is cut at it, its first
-characters kept; later items are dropped.
+characters kept; later items are dropped. The retrieval must reach that far: :func:`items_to_fill` is
+how deep a runner retrieves so that a chunking of small chunks fills the budget as a coarse one does.
 """
 
 from __future__ import annotations
@@ -36,3 +37,16 @@ def within_budget(retrieved: Sequence[Retrieved], tokens: int) -> tuple[Retrieve
         kept.append(item if length <= left else replace(item, end=item.start + left))
         left -= min(length, left)
     return tuple(kept)
+
+
+def items_to_fill(lengths: Sequence[int], tokens: int) -> int:
+    """How many items are sure to fill ``tokens`` x :data:`CHARS_PER_TOKEN` characters, whichever of
+    the items of ``lengths`` are retrieved: the count of the shortest ones whose lengths reach the budget
+    (all of them when even together they fall short)."""
+    need = tokens * CHARS_PER_TOKEN
+    total = 0
+    for count, size in enumerate(sorted(lengths), start=1):
+        total += size
+        if total >= need:
+            return count
+    return len(lengths)
