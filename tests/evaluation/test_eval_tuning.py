@@ -18,6 +18,7 @@ from chunkwise.evaluation.tuning import (
     apply_point,
     grid_points,
     parse_grid,
+    point_name,
     split_queries,
     tune,
     verify_tuning,
@@ -95,6 +96,20 @@ def test_apply_point_types_settings() -> None:
     assert isinstance(config.retrieval.weight, float)
     with pytest.raises(ConfigError, match="integers"):
         apply_point(base, {"retrieval.candidates": 10.5})
+
+
+def test_distinct_points_have_distinct_names() -> None:
+    # the short form where it is exact; the exact value where six significant digits would merge two points
+    assert point_name({"chunking.max_size": 200, "chunking.overlap": 0.1}) == "max_size=200 overlap=0.1"
+    assert point_name({"retrieval.weight": 1.0}) == "weight=1"
+    assert point_name({"chunking.max_size": 1000000}) != point_name({"chunking.max_size": 1000001})
+    assert point_name({"retrieval.weight": 0.1234561}) == "weight=0.1234561"
+
+
+@given(st.lists(st.floats(0, 1e7, allow_nan=False) | st.integers(0, 10**7), unique=True, max_size=20))
+def test_point_names_never_collide(values: list[float]) -> None:
+    names = {point_name({"retrieval.weight": v}) for v in values}
+    assert len(names) == len({float(v) for v in values})
 
 
 @settings(max_examples=30, deadline=None)

@@ -305,8 +305,19 @@ def verify_tuning(data: dict[str, Any], tolerance: float = 1e-9) -> list[str]:
 
 
 def point_name(point: dict[str, Number]) -> str:
-    """A point's label, e.g. ``max_size=200 overlap=0.1`` (the last path component of each setting)."""
-    return " ".join(f"{path.rsplit('.', 1)[-1]}={value:g}" for path, value in point.items())
+    """A point's label, e.g. ``max_size=200 overlap=0.1`` (the last path component of each setting).
+
+    Names key the points in the reports and in :func:`verify_tuning`, so distinct values must print
+    distinctly: the short ``g`` form where it reads back as the value, the exact one otherwise
+    (``1000001``, not ``1e+06`` like ``1000000``).
+    """
+    return " ".join(f"{path.rsplit('.', 1)[-1]}={_value_text(value)}" for path, value in point.items())
+
+
+def _value_text(value: Number) -> str:
+    """``value`` as :func:`point_name` prints it: ``g`` form if exact, else the full value."""
+    short = f"{value:g}"
+    return short if float(short) == value else str(value)
 
 
 def _params_class(chunker: str) -> type[ChunkerParams] | None:
