@@ -108,6 +108,21 @@ def test_small_chunks_are_retrieved_deep_enough_to_fill_a_token_budget(
     assert verify(report.to_dict()) == []
 
 
+def test_a_document_that_fails_to_index_stops_the_run(data_dir: Path, tmp_path: Path, embedder: Any) -> None:
+    """Three chunks at most a document refuses these 50-character chunks: without every document in the
+    index the scores would be silent misses, so the configuration and the document are named instead."""
+    dataset = load_dataset(data_dir / "eval" / "xquad_mini", limit=2)
+    tiny = config("fixed", 50, limits={"max_chunks": 3})
+    with pytest.raises(ConfigError, match=r"configuration 'tiny': document '.+' could not be indexed"):
+        evaluate(
+            dataset,
+            [("tiny", tiny)],
+            workdir=tmp_path,
+            metrics=["recall@5"],
+            models=Models(embedder=embedder),
+        )
+
+
 def test_segments_are_evaluated_as_spans(data_dir: Path, tmp_path: Path, embedder: Any) -> None:
     dataset = load_dataset(data_dir / "eval" / "xquad_mini", limit=6, seed=1)
     report = evaluate(

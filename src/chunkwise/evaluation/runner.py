@@ -11,7 +11,9 @@ model calls, tokens and money from the model ledger every model of the run recor
 Indexes are cached under ``workdir``: one store per (data set, chunking, headers, embedder), so
 configurations that differ only in retrieval settings reuse the same chunks and embeddings, and a
 second run re-embeds nothing. Documents a cached store holds beyond the data set (from an earlier,
-larger subsample) are removed before searching, so they never act as distractors by accident.
+larger subsample) are removed before searching, so they never act as distractors by accident. A document
+that fails to index (a chunk limit, a model error) stops the run with a
+:class:`~chunkwise.errors.ConfigError`: scoring its queries as misses would report a silent 0.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from chunkwise.config import PipelineConfig
+from chunkwise.errors import ConfigError
 from chunkwise.evaluation.chunk_stats import chunk_stats
 from chunkwise.evaluation.costs import CostRecorder, StageCost
 from chunkwise.evaluation.datasets import Dataset
@@ -161,6 +164,13 @@ def run_config(
         ingest = kb.add_documents(
             list(dataset.documents), on_progress=lambda e: notify("index", e.done, e.total)
         )
+        if ingest.failed:
+            doc_id, reason = ingest.failed[0]
+            raise ConfigError(
+                f"configuration {name!r}: document {doc_id!r} could not be indexed ({reason});"
+                f" {len(ingest.failed)} of {len(dataset.documents)} failed, and a document missing from"
+                " the index would score 0 on every query that needs it"
+            )
         indexed = models.mark()
         costs.add(StageCost("index", seconds=max(ingest.seconds - ingest.embed_seconds, 0.0)))
         costs.add(StageCost("embed", seconds=ingest.embed_seconds))
