@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -130,6 +131,13 @@ def test_verify_catches_a_changed_number_or_item(span_report: EvaluationReport) 
     row = next(q for q in data["configs"][0]["queries"] if q["metrics"]["recall@5"] > 0)
     row["retrieved"] = []
     assert any("recall@5" in problem for problem in verify(data))
+
+
+def test_verify_reports_a_stored_nan(span_report: EvaluationReport) -> None:
+    # NaN compares false with everything: a check written as "differs by more than" would pass it.
+    data = span_report.to_dict()
+    data["configs"][0]["metrics"]["recall@5"] = math.nan
+    assert [p.split(" stored")[0] for p in verify(data)] == ["window-200-0: recall@5"]
 
 
 def test_json_round_trip(span_report: EvaluationReport, tmp_path: Path) -> None:

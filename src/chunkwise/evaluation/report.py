@@ -211,7 +211,8 @@ def verify(data: dict[str, Any], tolerance: float = 1e-9) -> list[str]:
     for name, values in recompute(data).items():
         stored = next(config["metrics"] for config in data["configs"] if config["name"] == name)
         for metric, value in values.items():
-            if metric not in stored or abs(stored[metric] - value) > tolerance:
+            # written so that a stored NaN (which compares false with anything) is reported, not passed
+            if metric not in stored or not abs(stored[metric] - value) <= tolerance:
                 problems.append(f"{name}: {metric} stored {stored.get(metric)!r}, recomputed {value!r}")
     return problems
 
