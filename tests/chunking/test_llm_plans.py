@@ -10,7 +10,7 @@ import pytest
 from chunkwise.chunking.alignment import align_pieces
 from chunkwise.chunking.logprob_curve import BoundaryCurve, local_peaks, normalise_decay, pick_boundaries
 from chunkwise.chunking.sections_plan import SectionStart, line_starts, numbered_lines, repair_sections
-from chunkwise.chunking.wrac_plan import check_plan, list_runs, parse_plan, plan_boundaries
+from chunkwise.chunking.wrac_plan import check_plan, describe, list_runs, parse_plan, plan_boundaries
 from tests.support.documents import sample_doc
 
 DOC = sample_doc()
@@ -47,6 +47,17 @@ def test_each_rule_violation_is_named(plan: list[list[str]], code: str, words: s
     issues = check_plan(plan, DOC.units, DOC.text, SIZES, 1000).issues
     assert code in [i.code for i in issues]
     assert any(words in i.message for i in issues), [i.message for i in issues]
+
+
+def test_a_plan_of_many_invented_long_ids_makes_a_bounded_reprompt() -> None:
+    """Each unknown id is an issue, quoted cut short; the re-prompt lists thirty and counts the rest."""
+    invented = [f"u{n}-" + "x" * 1_000 for n in range(500)]
+    issues = check_plan([[*GOOD[0], *invented], *GOOD[1:]], DOC.units, DOC.text, SIZES, 1000).issues
+    assert [i.code for i in issues].count("unknown_id") == 500
+    text = describe(issues)
+    assert len(text) < 3_000
+    assert text.splitlines()[-1] == "31. and 470 more issues like these"
+    assert "'u0-" + "x" * 37 + "...'" in text
 
 
 def test_oversize_chunks_are_errors_unless_one_block() -> None:

@@ -118,6 +118,17 @@ def parse_plan(value: Any) -> tuple[list[list[str]], list[PlanIssue]]:
     return plan, issues
 
 
+#: The longest invented id an issue quotes whole, and the most issues a re-prompt lists: a model that
+#: invents thousands of long ids must not make the next prompt (and the report) as large.
+MAX_QUOTED_ID = 40
+MAX_DESCRIBED = 30
+
+
+def _shown(uid: str) -> str:
+    """``uid`` quoted, cut to :data:`MAX_QUOTED_ID` characters."""
+    return repr(uid if len(uid) <= MAX_QUOTED_ID else uid[:MAX_QUOTED_ID] + "...")
+
+
 def _id_ranges(ids: Sequence[str]) -> str:
     return ", ".join(ids[:12]) + (f" and {len(ids) - 12} more" if len(ids) > 12 else "")
 
@@ -145,7 +156,7 @@ def check_plan(
         kept: list[str] = []
         for uid in group:
             if uid not in index:
-                issues.append(PlanIssue("unknown_id", f"chunk {number}: unknown id {uid!r}"))
+                issues.append(PlanIssue("unknown_id", f"chunk {number}: unknown id {_shown(uid)}"))
             elif uid not in content_ids:
                 continue
             elif uid in home:
@@ -272,5 +283,9 @@ def plan_boundaries(groups: Sequence[Sequence[str]], units: Sequence[Unit]) -> l
 
 
 def describe(issues: Sequence[PlanIssue]) -> str:
-    """The issues as numbered lines, the form the re-prompt shows the model."""
-    return "\n".join(f"{n}. {issue.message}" for n, issue in enumerate(issues, 1))
+    """The issues as numbered lines, the form the re-prompt shows the model: the first
+    :data:`MAX_DESCRIBED`, then how many more there are."""
+    lines = [f"{n}. {issue.message}" for n, issue in enumerate(issues[:MAX_DESCRIBED], 1)]
+    if len(issues) > MAX_DESCRIBED:
+        lines.append(f"{MAX_DESCRIBED + 1}. and {len(issues) - MAX_DESCRIBED} more issues like these")
+    return "\n".join(lines)
