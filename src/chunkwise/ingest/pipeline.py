@@ -176,7 +176,7 @@ class IngestPipeline:
             for item in items:
                 if isinstance(item, Failure):
                     batch.fail(item.source, item.reason)
-                elif invalid := not_unicode(item):
+                elif invalid := unstorable_text(item):
                     batch.fail(path_id(item.id), invalid)
                 elif self.unchanged(item, batch.fingerprint):
                     batch.done(item.id, "skipped")
@@ -412,7 +412,7 @@ def chunk_texts(items: Sequence[Prepared]) -> list[str]:
     return [p.text(row) for p in items for row in p.embedded]
 
 
-def not_unicode(doc: Document) -> str:
+def unstorable_text(doc: Document) -> str:
     """Why ``doc`` cannot be stored, or ``""``: a string of it holds a lone surrogate, which no store,
     hash or tokenizer can encode, or a NUL character (see :class:`~chunkwise.errors.NulCharacterError`);
     a document built by hand, from JSON escapes, or from a string given to ``chunkwise.parse``, which

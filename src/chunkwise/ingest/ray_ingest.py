@@ -68,10 +68,10 @@ from chunkwise.ingest.pipeline import (
     IngestPipeline,
     Prepared,
     chunk_texts,
-    not_unicode,
     parse_one,
     refused_input,
     unexpected,
+    unstorable_text,
 )
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
 from chunkwise.models.context import Models
@@ -249,7 +249,7 @@ def prepare_row(row: dict[str, Any], job: Job) -> dict[str, Any]:
     item = parse_one(Path(row["path"]), job.config.limits.parse_limits(), row["id"])
     if isinstance(item, Failure):
         outcome = Outcome(item.source, "failed", item.reason)
-    elif invalid := not_unicode(item):
+    elif invalid := unstorable_text(item):
         outcome = Outcome(path_id(item.id), "failed", invalid)
     elif pipeline.unchanged(item, job.fingerprint):
         outcome = Outcome(item.id, "skipped")
