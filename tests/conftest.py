@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from pathlib import Path
@@ -33,7 +35,17 @@ def embedder():  # type: ignore[no-untyped-def]
     return LocalEmbedder()
 
 
-os.environ.setdefault("CHUNKWISE_CACHE_DIR", tempfile.mkdtemp(prefix="chunkwise-test-cache-"))
+def _private_model_cache() -> None:
+    """Point the model cache at a directory of this test run, removed when the run ends; a cache
+    directory set by the caller is used as it is and kept."""
+    if "CHUNKWISE_CACHE_DIR" in os.environ:
+        return
+    directory = tempfile.mkdtemp(prefix="chunkwise-test-cache-")
+    os.environ["CHUNKWISE_CACHE_DIR"] = directory
+    atexit.register(shutil.rmtree, directory, ignore_errors=True)
+
+
+_private_model_cache()
 
 
 @pytest.fixture(scope="session")
