@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -87,6 +88,24 @@ def test_retrieval_settings_reuse_the_index(data_dir: Path, tmp_path: Path, embe
     assert second.metrics == ("doc_recall@5", "doc_precision@5", "mrr@5", "ndcg@5")
     assert verify(second.to_dict()) == []
     assert len(list((tmp_path / "indexes").iterdir())) == 1
+
+
+def test_sets_in_folders_of_one_name_keep_an_index_each(
+    data_dir: Path, tmp_path: Path, embedder: Any
+) -> None:
+    """Two data sets whose folders share a name (``a/dev``, ``b/dev``) are indexed apart: evaluating one
+    does not delete the other's documents from a shared index, so going back re-embeds nothing."""
+    for parent, source in (("a", "rmc_mini"), ("b", "xquad_mini")):
+        shutil.copytree(data_dir / "eval" / source, tmp_path / parent / "dev")
+    counting = CountingEmbedder(embedder)
+    one = config("recursive", 600, retrieval={"windows": 0})
+    first, second = (load_dataset(tmp_path / parent / "dev") for parent in ("a", "b"))
+    for dataset in (first, second):
+        evaluate(dataset, [("hybrid", one)], workdir=tmp_path / "work", models=Models(embedder=counting))
+    counting.texts = 0
+    evaluate(first, [("hybrid", one)], workdir=tmp_path / "work", models=Models(embedder=counting))
+    assert counting.texts == len(first.queries)
+    assert len(list((tmp_path / "work" / "indexes").iterdir())) == 2
 
 
 def test_small_chunks_are_retrieved_deep_enough_to_fill_a_token_budget(

@@ -8,7 +8,7 @@ requested metrics. Time per stage comes from the knowledge base's ingest report 
 headers and storing; ``embed``: embedding the chunks) and query traces (one stage per retrieval stage);
 model calls, tokens and money from the model ledger every model of the run records into.
 
-Indexes are cached under ``workdir``: one store per (data set, chunking, headers, embedder), so
+Indexes are cached under ``workdir``: one store per (data set folder, chunking, headers, embedder), so
 configurations that differ only in retrieval settings reuse the same chunks and embeddings, and a
 second run re-embeds nothing. Documents a cached store holds beyond the data set (from an earlier,
 larger subsample) are removed before searching, so they never act as distractors by accident. A document
@@ -18,6 +18,7 @@ that fails to index (a chunk limit, a model error) stops the run with a
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -227,8 +228,11 @@ def _query_vectors(
 
 def index_path(workdir: Path, dataset: Dataset, config: PipelineConfig, embedder: Embedder) -> Path:
     """The cached store for this data set and ingest shape (chunking, headers, embedder): the same
-    fingerprint that makes a knowledge base re-ingest a document."""
-    return workdir / "indexes" / f"{dataset.name}-{config.ingest_fingerprint(embedder.name)}"
+    fingerprint that makes a knowledge base re-ingest a document. The data set is named by its folder's
+    name and a digest of its resolved path, so two sets in folders of the same name (``a/dev`` and
+    ``b/dev``) keep one index each instead of re-indexing one over the other on every run."""
+    folder = hashlib.sha256(Path(dataset.path).resolve().as_posix().encode()).hexdigest()[:8]
+    return workdir / "indexes" / f"{dataset.name}-{folder}-{config.ingest_fingerprint(embedder.name)}"
 
 
 def _model_cost(record: CallRecord, phase: str) -> StageCost:
