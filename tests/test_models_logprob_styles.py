@@ -8,6 +8,7 @@ compared with the sum of what the server reported. The real server without promp
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -134,6 +135,32 @@ def test_a_failing_server_is_not_taken_for_one_without_logprobs(vllm: OpenAIServ
         llm.logprobs(PROMPT, CONTINUATION)
     assert raised.value.status == 503
     assert llm.logprobs(PROMPT, CONTINUATION).tokens  # not remembered as "no logprobs"
+
+
+def echo_reply(logprobs: list[float | None]) -> Reply:
+    """An ``echo`` reply over the prompt's word tokens with the given logprobs."""
+    tokens = word_tokens(PROMPT + CONTINUATION)
+    data = {"tokens": tokens, "token_logprobs": logprobs, "top_logprobs": [None] * len(tokens)}
+    body = {"choices": [{"index": 0, "text": PROMPT + CONTINUATION, "logprobs": data}], "usage": {}}
+    return Reply.raw(json.dumps(body))
+
+
+def test_an_echo_without_scores_falls_back_to_prompt_logprobs(vllm: OpenAIServer, tmp_path: Path) -> None:
+    """A server that echoes the prompt with every logprob null has not scored it: the next style is asked,
+    rather than the first token being blamed for straddling the prompt."""
+    vllm.script(echo_reply([None] * len(word_tokens(PROMPT + CONTINUATION))))
+    result = llm_for(vllm, tmp_path).logprobs(PROMPT, CONTINUATION)
+    assert ["prompt_logprobs" in r.json for r in vllm.requests] == [False, True]
+    check_scores(result.tokens, result.logprobs)
+
+
+def test_a_null_logprob_inside_the_text_is_named(vllm: OpenAIServer, tmp_path: Path) -> None:
+    tokens = word_tokens(PROMPT + CONTINUATION)
+    logprobs: list[float | None] = [None, *(token_logprob(t) for t in tokens[1:])]
+    logprobs[-2] = None
+    vllm.script(echo_reply(logprobs))
+    with pytest.raises(LogprobsUnavailableError, match=f"no logprob for the text's token {tokens[-2]!r}"):
+        llm_for(vllm, tmp_path).logprobs(PROMPT, CONTINUATION)
 
 
 def test_align_tokens_repairs_what_servers_decode() -> None:

@@ -242,7 +242,9 @@ def _parse_chat(body: dict[str, Any], sent: int) -> tuple[str, Usage]:
 
 
 def _echo_tokens(data: dict[str, Any] | None) -> list[_Scored] | None:
-    """The ``ECHO`` style's tokens, or ``None`` when the server sent no logprobs."""
+    """The ``ECHO`` style's tokens, or ``None`` when the server sent no logprobs: none at all, or tokens
+    whose logprobs are all null (a server that echoes the prompt without scoring it), so the next style
+    is tried."""
     if not data or not data.get("tokens"):
         return None
     rows = zip(data["tokens"], data["token_logprobs"], data["top_logprobs"], strict=True)
@@ -251,7 +253,7 @@ def _echo_tokens(data: dict[str, Any] | None) -> list[_Scored] | None:
         listed = {str(k): float(v) for k, v in _mapping(top or {}, "a top_logprobs entry").items()}
         floor = min(listed.values(), default=float("-inf"))
         scored.append(_Scored(str(token), None if logprob is None else float(logprob), listed, floor))
-    return scored
+    return None if all(s.logprob is None for s in scored) else scored
 
 
 def _prompt_logprob_tokens(data: list[dict[str, Any] | None] | None) -> list[_Scored] | None:
@@ -342,7 +344,11 @@ def _continuation_logprobs(
             continue
         if token.logprob is None:
             raise LogprobsUnavailableError(
-                name, "the text's first token straddles the prompt, so it has no logprob: lengthen the prompt"
+                name,
+                "the text's first token straddles the prompt, so it has no logprob: lengthen the prompt"
+                if offset < start
+                else f"the server gave no logprob for the text's token {text[offset:end]!r}"
+                f" at character {offset - start}",
             )
         tokens.append(text[offset:end])
         relative.append(max(0, offset - start))
