@@ -3,7 +3,7 @@
 The package is first checked by :func:`~chunkwise.parsing.ooxml.check_package` (zip bomb, DTD/entity
 declarations, text volume) and only then loaded with python-docx. The body is walked element by element
 so that paragraphs and tables keep their interleaving (python-docx's ``paragraphs``/``tables`` lists
-lose it); content controls (``w:sdt``) are descended into.
+lose it); content controls (``w:sdt``) and custom XML blocks (``w:customXml``) are descended into.
 
 Paragraph roles come from the style, following the style's ``basedOn`` chain so that custom styles
 derived from the built-in ones are recognised:
@@ -33,6 +33,11 @@ from chunkwise.parsing.ooxml import TextMarkup, check_package, unreadable
 
 _W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 _W = f"{{{_W_NS}}}"
+_MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+#: Subtrees whose text is not part of what the document shows (see :func:`_paragraph_text`).
+_NOT_SHOWN = frozenset({f"{_W}moveFrom", f"{_MC}Fallback"})
+#: Empty elements that each read as one space.
+_ONE_SPACE = frozenset({f"{_W}tab", f"{_W}br", f"{_W}cr"})
 #: The elements :func:`_paragraph_text` reads, for the package's text-volume check.
 _TEXT = TextMarkup(
     re.compile("word/document.xml"),
@@ -176,7 +181,7 @@ class _BodyWalker:
         self._styles, self._default_style = _style_index(document)
 
     def walk(self, container: Any) -> None:
-        """Add every paragraph and table under ``container`` (a body or a content control)."""
+        """Add every paragraph and table under ``container`` (a body, a content control, custom XML)."""
         for child in container.iterchildren():
             if child.tag == f"{_W}p":
                 self._paragraph(child)
@@ -186,6 +191,8 @@ class _BodyWalker:
                 content = child.find(f"{_W}sdtContent")
                 if content is not None:
                     self.walk(content)
+            elif child.tag == f"{_W}customXml":
+                self.walk(child)
 
     def _paragraph(self, p: Any) -> None:
         text = _paragraph_text(p)
@@ -255,16 +262,29 @@ def _numbering_properties(candidates: tuple[Any, ...]) -> tuple[str, int] | None
     return None
 
 
-def _paragraph_text(p: Any) -> str:
-    """The visible text of a ``w:p``: runs, hyperlinks, tabs and breaks (deleted text excluded)."""
+def _paragraph_text(element: Any) -> str:
+    """The visible text under ``element`` (a ``w:p`` or a ``w:tc``): runs, hyperlinks, field results,
+    tabs and breaks, the paragraphs of text boxes and nested tables separated by spaces.
+
+    Left out: deleted text (``w:delText``, which is not read), the old place of moved text
+    (``w:moveFrom``: the text also stands at its ``w:moveTo``) and the ``mc:Fallback`` of alternate
+    content (Word stores a text box twice, once for current readers and once as VML for old ones).
+    The walk is iterative, so no nesting depth can exhaust the stack.
+    """
     parts: list[str] = []
-    for node in p.iter(f"{_W}t", f"{_W}tab", f"{_W}br", f"{_W}cr", f"{_W}noBreakHyphen"):
-        if node.tag == f"{_W}t":
+    stack = [element]
+    while stack:
+        node = stack.pop()
+        tag = node.tag
+        if tag in _NOT_SHOWN:
+            continue
+        if tag == f"{_W}t":
             parts.append(node.text or "")
-        elif node.tag == f"{_W}noBreakHyphen":
+        elif tag == f"{_W}noBreakHyphen":
             parts.append("-")
-        else:
+        elif tag in _ONE_SPACE or (tag == f"{_W}p" and node is not element):
             parts.append(" ")
+        stack.extend(reversed(node))
     return "".join(parts)
 
 
@@ -272,6 +292,5 @@ def _table_rows(tbl: Any) -> list[list[str]]:
     """Cell texts row by row; a cell's paragraphs (nested tables included) are joined with spaces."""
     rows: list[list[str]] = []
     for tr in tbl.iterchildren(f"{_W}tr"):
-        cells = [" ".join(_paragraph_text(p) for p in tc.iter(f"{_W}p")) for tc in tr.iterchildren(f"{_W}tc")]
-        rows.append(cells)
+        rows.append([_paragraph_text(tc) for tc in tr.iterchildren(f"{_W}tc")])
     return rows

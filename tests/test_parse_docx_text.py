@@ -1,0 +1,82 @@
+"""DOCX text extraction: which text of a paragraph is shown, and which is not.
+
+Each test writes a real package with python-docx and puts the WordprocessingML that Word itself
+writes for the feature into its body (tracked moves, text boxes with their VML fallback, custom XML
+blocks), then parses the file.
+"""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import docx
+
+from chunkwise.parsing import parse_file
+
+_REVISION = 'w:author="A" w:date="2024-01-01T00:00:00Z"'
+
+
+def docx_with_body(tmp_path: Path, body: str) -> Path:
+    """A python-docx package whose body holds ``body`` (WordprocessingML) before the section; its
+    template declares the ``w``, ``mc``, ``wps`` and ``v`` prefixes used here."""
+    made = docx.Document()
+    buffer = io.BytesIO()
+    made.save(buffer)
+    path = tmp_path / "made.docx"
+    with zipfile.ZipFile(buffer) as original, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in original.infolist():
+            data = original.read(info)
+            if info.filename == "word/document.xml":
+                data = data.decode("utf-8").replace("<w:body>", f"<w:body>{body}", 1).encode("utf-8")
+            out.writestr(info, data)
+    return path
+
+
+def run(text: str) -> str:
+    return f'<w:r><w:t xml:space="preserve">{text}</w:t></w:r>'
+
+
+def text_box(text: str) -> str:
+    """A text box as Word writes it: the shape, then the same text again as a VML fallback."""
+    content = f"<w:txbxContent><w:p>{run(text)}</w:p></w:txbxContent>"
+    return (
+        "<w:r><mc:AlternateContent>"
+        f'<mc:Choice Requires="wps"><w:drawing><wps:wsp><wps:txbx>{content}</wps:txbx></wps:wsp></w:drawing>'
+        "</mc:Choice>"
+        f"<mc:Fallback><w:pict><v:shape><v:textbox>{content}</v:textbox></v:shape></w:pict></mc:Fallback>"
+        "</mc:AlternateContent></w:r>"
+    )
+
+
+def test_tracked_changes_show_the_document_as_revised(tmp_path: Path) -> None:
+    body = (
+        f"<w:p>{run('Kept ')}"
+        f'<w:del w:id="1" {_REVISION}><w:r><w:delText>deleted </w:delText></w:r></w:del>'
+        f'<w:ins w:id="2" {_REVISION}>{run("inserted.")}</w:ins></w:p>'
+        f'<w:p><w:moveFrom w:id="3" {_REVISION}>{run("Moved sentence. ")}</w:moveFrom>'
+        f"{run('Staying sentence. ')}"
+        f'<w:moveTo w:id="4" {_REVISION}>{run("Moved sentence.")}</w:moveTo></w:p>'
+    )
+    doc = parse_file(docx_with_body(tmp_path, body))
+    assert doc.text == "Kept inserted.\n\nStaying sentence. Moved sentence."
+
+
+def test_text_box_text_is_read_once_and_apart_from_its_anchor(tmp_path: Path) -> None:
+    body = f"<w:p>{run('Anchor paragraph.')}{text_box('Boxed note')}</w:p>"
+    doc = parse_file(docx_with_body(tmp_path, body))
+    assert doc.text == "Anchor paragraph. Boxed note"
+
+
+def test_text_box_in_a_table_cell_is_read_once(tmp_path: Path) -> None:
+    cell = f"<w:tc><w:p>{run('Cell')}{text_box('boxed')}</w:p></w:tc>"
+    body = f"<w:tbl><w:tr>{cell}<w:tc><w:p>{run('other')}</w:p></w:tc></w:tr></w:tbl>"
+    doc = parse_file(docx_with_body(tmp_path, body))
+    assert doc.text == "| Cell boxed | other |\n|---|---|"
+
+
+def test_custom_xml_blocks_are_read(tmp_path: Path) -> None:
+    body = f'<w:customXml w:element="clause"><w:p>{run("Inside a custom XML block.")}</w:p></w:customXml>'
+    doc = parse_file(docx_with_body(tmp_path, body + f"<w:p>{run('After it.')}</w:p>"))
+    assert doc.text == "Inside a custom XML block.\n\nAfter it."
