@@ -128,6 +128,11 @@ def test_pandoc_code_blocks_keep_their_language() -> None:
     assert _rows(markup)[0][1:] == ("code", 0, None, "```python\nx = 1\n```")
 
 
+def test_line_breaks_inside_pre_end_code_lines() -> None:
+    markup = '<pre><code><span class="k">if</span> x:<br>    y()<br/>z()</code></pre>'
+    assert _rows(markup)[0][1:] == ("code", 0, None, "```\nif x:\n    y()\nz()\n```")
+
+
 def test_meta_charset_decodes_legacy_pages() -> None:
     page = '<html><head><meta charset="windows-1251"></head><body><p>Привет, мир</p></body></html>'
     doc = parse_bytes(page.encode("cp1251"), "ru.html")

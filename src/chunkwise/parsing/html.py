@@ -206,6 +206,16 @@ def _code_language(node: LexborNode) -> str:
     return candidates[0] if candidates else ""
 
 
+def _preformatted_text(node: LexborNode) -> str:
+    """The text of a ``pre``, layout kept; a ``br`` inside it is a line break (some highlighters and
+    wiki engines write every line of a code block that way), which Lexbor's text extraction drops."""
+    return "".join(
+        "\n" if child.tag == "br" else child.text_content or ""
+        for child in node.traverse(include_text=True)
+        if child.tag in ("br", "-text")
+    )
+
+
 class _Walker:
     """Iterative document-order walk of a Lexbor tree, emitting block events."""
 
@@ -280,7 +290,7 @@ class _Walker:
             self._inline_only += 1
             return self._push(self._close_inline(blocks.close_heading))
         if tag == "pre":
-            blocks.code(node.text(deep=True, strip=False), _code_language(node))
+            blocks.code(_preformatted_text(node), _code_language(node))
             return False
         if tag == "table":
             self._table(node)
