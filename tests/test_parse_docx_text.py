@@ -80,3 +80,37 @@ def test_custom_xml_blocks_are_read(tmp_path: Path) -> None:
     body = f'<w:customXml w:element="clause"><w:p>{run("Inside a custom XML block.")}</w:p></w:customXml>'
     doc = parse_file(docx_with_body(tmp_path, body + f"<w:p>{run('After it.')}</w:p>"))
     assert doc.text == "Inside a custom XML block.\n\nAfter it."
+
+
+def docx_with_replaced(tmp_path: Path, member: str, old: bytes, new: bytes) -> Path:
+    """A python-docx package (a heading, then a paragraph) with ``old`` replaced by ``new`` in ``member``."""
+    made = docx.Document()
+    made.add_heading("Scope", 1)
+    made.add_paragraph("Body text.")
+    buffer = io.BytesIO()
+    made.save(buffer)
+    path = tmp_path / "edited.docx"
+    with zipfile.ZipFile(buffer) as original, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in original.infolist():
+            data = original.read(info)
+            if info.filename == member:
+                assert old in data
+                data = data.replace(old, new)
+            out.writestr(info, data)
+    return path
+
+
+def test_a_style_without_a_type_is_a_paragraph_style(tmp_path: Path) -> None:
+    """``w:type`` is optional and defaults to a paragraph style; python-docx's style objects raise a
+    ``KeyError`` for such a style, so the parser reads the styles part itself."""
+    typed = b'<w:style w:type="paragraph" w:styleId="Heading1">'
+    path = docx_with_replaced(tmp_path, "word/styles.xml", typed, b'<w:style w:styleId="Heading1">')
+    assert parse_file(path).text == "# Scope\n\nBody text."
+
+
+def test_a_styles_part_of_another_content_type_is_read_without_styles(tmp_path: Path) -> None:
+    """Styles are optional: when the package types them as plain XML, python-docx's styles object
+    lacks its element (an ``AttributeError``), and the text is read without styles."""
+    styles_type = b"application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"
+    path = docx_with_replaced(tmp_path, "[Content_Types].xml", styles_type, b"application/xml")
+    assert parse_file(path).text == "Scope\n\nBody text."

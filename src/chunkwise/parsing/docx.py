@@ -36,6 +36,8 @@ _W = f"{{{_W_NS}}}"
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 #: Subtrees whose text is not part of what the document shows (see :func:`_paragraph_text`).
 _NOT_SHOWN = frozenset({f"{_W}moveFrom", f"{_MC}Fallback"})
+#: The values of an on/off attribute that mean "on".
+_ON = frozenset({"1", "true", "on"})
 #: Empty elements that each read as one space.
 _ONE_SPACE = frozenset({f"{_W}tab", f"{_W}br", f"{_W}cr"})
 #: The elements :func:`_paragraph_text` reads, for the package's text-volume check.
@@ -152,24 +154,40 @@ class _Style:
 
 
 def _style_index(document: Any) -> tuple[dict[str, _Style], _Style]:
-    """Paragraph styles by style id, each with its ``basedOn`` chain resolved; plus the default style."""
-    from docx.enum.style import WD_STYLE_TYPE
+    """Paragraph styles by style id, each with its ``basedOn`` chain resolved; plus the default style.
 
-    index: dict[str, _Style] = {}
-    for style in document.styles:
-        if style.type != WD_STYLE_TYPE.PARAGRAPH:
+    Read from the ``w:style`` elements themselves rather than python-docx's style objects, which fail
+    with a ``KeyError`` on a style without ``w:type``: the schema makes such a style a paragraph style.
+    The default is the last paragraph style marked ``w:default``, as the specification says. Styles
+    are optional: when the styles relationship leads to some other part, the text is read without them.
+    """
+    elements: dict[str, Any] = {}
+    default_id = ""
+    try:
+        styles = document.styles.element
+    except AttributeError:
+        return {}, _Style((), ())
+    for node in styles.iterchildren(f"{_W}style"):
+        if node.get(f"{_W}type", "paragraph") != "paragraph":
             continue
+        style_id = node.get(f"{_W}styleId", "")
+        elements.setdefault(style_id, node)
+        if node.get(f"{_W}default") in _ON:
+            default_id = style_id
+    index: dict[str, _Style] = {}
+    for style_id, element in elements.items():
         names: list[str] = []
         properties: list[Any] = []
-        current, seen = style, set()
-        while current is not None and current.style_id not in seen:
-            seen.add(current.style_id)
-            names.append(str(current.name or "").lower())
-            properties.append(current.element.pPr)
-            current = current.base_style
-        index[style.style_id] = _Style(tuple(names), tuple(properties))
-    default = document.styles.default(WD_STYLE_TYPE.PARAGRAPH)
-    return index, index.get(default.style_id if default is not None else "", _Style((), ()))
+        current, seen = element, set()
+        while current is not None and current.get(f"{_W}styleId", "") not in seen:
+            seen.add(current.get(f"{_W}styleId", ""))
+            name = current.find(f"{_W}name")
+            names.append((name.get(f"{_W}val", "") if name is not None else "").lower())
+            properties.append(current.find(f"{_W}pPr"))
+            based_on = current.find(f"{_W}basedOn")
+            current = elements.get(based_on.get(f"{_W}val", "")) if based_on is not None else None
+        index[style_id] = _Style(tuple(names), tuple(properties))
+    return index, index.get(default_id, _Style((), ()))
 
 
 class _BodyWalker:
