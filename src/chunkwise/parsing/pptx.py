@@ -46,6 +46,10 @@ _TEXT_WITH_NOTES = dataclasses.replace(
     _TEXT, parts=re.compile(r"ppt/(?:slides/slide|notesSlides/notesSlide)\d+\.xml")
 )
 
+#: The deepest paragraph level DrawingML defines (``lvl`` runs 0-8); python-pptx does not check it, so
+#: a hostile ``lvl="99999999999"`` is clamped rather than asking for that many spaces of indentation.
+_MAX_LEVEL = 8
+
 
 def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
     """Parse PPTX bytes into a :class:`Document`, speaker notes left out."""
@@ -130,11 +134,14 @@ def _title_shape(slide: Any) -> Any:
 
 
 def _shapes(shapes: Any) -> Iterator[Any]:
-    """Every shape in tree order, group shapes flattened."""
-    from pptx.enum.shapes import MSO_SHAPE_TYPE
+    """Every shape in tree order, group shapes flattened.
 
+    Groups are told by their element (``p:grpSp``): python-pptx's ``shape_type`` raises
+    ``NotImplementedError`` for a text shape that has neither a geometry nor the text-box flag, a shape
+    some generators write and that PowerPoint shows.
+    """
     for shape in shapes:
-        if shape.shape_type == MSO_SHAPE_TYPE.GROUP:
+        if shape.element.tag == f"{_P}grpSp":
             yield from _shapes(shape.shapes)
         else:
             yield shape
@@ -151,7 +158,7 @@ def _text_frame(builder: DocumentBuilder, shape: Any, sub_level: int, page: int)
             continue
         ppr = paragraph._p.pPr
         bullet = _bullet_kind(ppr, bulleted_by_default)
-        depth = paragraph.level
+        depth = min(max(paragraph.level, 0), _MAX_LEVEL)
         heading = bullet is None and _is_sub_heading(paragraph, ppr)
         if heading:
             level = level + 1 if after_heading else level

@@ -1,0 +1,58 @@
+"""PPTX shapes and paragraph levels that python-pptx reads loosely: each test saves a real deck with
+python-pptx, edits one slide's XML as other generators or hostile files write it, and parses it."""
+
+from __future__ import annotations
+
+import io
+import zipfile
+from pathlib import Path
+
+import pptx
+from pptx.util import Inches
+
+from chunkwise.document import UnitKind
+from chunkwise.parsing import parse_file
+
+#: The text box of the deck below, as python-pptx writes it: its flag, geometry and paragraph.
+_TEXT_BOX_FLAG = '<p:cNvSpPr txBox="1"/>'
+_TEXT_BOX_GEOMETRY = '<a:prstGeom prst="rect"><a:avLst/></a:prstGeom>'
+_TEXT_BOX_PARAGRAPH = "<a:p><a:r><a:t>Pack light</a:t>"
+
+
+def deck_with_slide_edit(tmp_path: Path, edits: dict[str, str]) -> Path:
+    """A one-slide deck (title "Plan", a text box "Pack light") with each key of ``edits`` replaced
+    by its value in the slide's XML."""
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Plan"
+    box = slide.shapes.add_textbox(Inches(1), Inches(2), Inches(4), Inches(1))
+    box.text_frame.text = "Pack light"
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    path = tmp_path / "edited.pptx"
+    with zipfile.ZipFile(buffer) as original, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
+        for info in original.infolist():
+            data = original.read(info)
+            if info.filename == "ppt/slides/slide1.xml":
+                xml = data.decode("utf-8")
+                for old, new in edits.items():
+                    assert xml.count(old) == 1
+                    xml = xml.replace(old, new)
+                data = xml.encode("utf-8")
+            out.writestr(info, data)
+    return path
+
+
+def test_a_text_shape_without_geometry_is_read(tmp_path: Path) -> None:
+    """A ``p:sp`` with neither a geometry nor ``txBox="1"``: python-pptx cannot name its shape type
+    (``NotImplementedError``), yet it holds text that PowerPoint shows."""
+    path = deck_with_slide_edit(tmp_path, {_TEXT_BOX_FLAG: "<p:cNvSpPr/>", _TEXT_BOX_GEOMETRY: ""})
+    assert parse_file(path).text == "# Plan\n\nPack light"
+
+
+def test_a_hostile_paragraph_level_is_clamped(tmp_path: Path) -> None:
+    """A level far past DrawingML's 0-8 would ask the builder for that many spaces of indentation."""
+    bulleted = '<a:p><a:pPr lvl="99999999999"><a:buChar char="-"/></a:pPr><a:r><a:t>Pack light</a:t>'
+    doc = parse_file(deck_with_slide_edit(tmp_path, {_TEXT_BOX_PARAGRAPH: bulleted}))
+    item = next(u for u in doc.units if u.kind is UnitKind.LIST_ITEM)
+    assert (item.level, item.text) == (8, "                - Pack light")
