@@ -8,9 +8,11 @@ import zipfile
 from pathlib import Path
 
 import pptx
+import pytest
 from pptx.util import Inches
 
 from chunkwise.document import UnitKind
+from chunkwise.errors import CorruptFileError
 from chunkwise.parsing import parse_file
 
 #: The text box of the deck below, as python-pptx writes it: its flag, geometry and paragraph.
@@ -56,3 +58,13 @@ def test_a_hostile_paragraph_level_is_clamped(tmp_path: Path) -> None:
     doc = parse_file(deck_with_slide_edit(tmp_path, {_TEXT_BOX_PARAGRAPH: bulleted}))
     item = next(u for u in doc.units if u.kind is UnitKind.LIST_ITEM)
     assert (item.level, item.text) == (8, "                - Pack light")
+
+
+def test_a_shape_without_its_non_visual_properties_is_corrupt(tmp_path: Path) -> None:
+    """python-pptx reads a shape's id from its first child: without ``p:nvSpPr`` it would raise a bare
+    ``AttributeError``."""
+    properties = '<p:nvSpPr><p:cNvPr id="3" name="TextBox 2"/><p:cNvSpPr txBox="1"/><p:nvPr/></p:nvSpPr>'
+    path = deck_with_slide_edit(tmp_path, {properties: ""})
+    with pytest.raises(CorruptFileError) as info:
+        parse_file(path)
+    assert info.value.reason == "cannot read as PPTX: a shape of slide 1 has no non-visual properties"

@@ -99,7 +99,7 @@ def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool
         else:
             sub_level = 2 if deck_title else 1
         title_id = title_shape.shape_id if title_shape is not None else None
-        for shape in _shapes(slide.shapes):
+        for shape in _shapes(slide.shapes, f"slide {number}", source):
             if shape.shape_id == title_id:
                 continue
             if getattr(shape, "has_table", False):
@@ -133,16 +133,24 @@ def _title_shape(slide: Any) -> Any:
     return None
 
 
-def _shapes(shapes: Any) -> Iterator[Any]:
+def _shapes(shapes: Any, where: str, source: str) -> Iterator[Any]:
     """Every shape in tree order, group shapes flattened.
+
+    A shape whose first child is not its non-visual properties (with ``p:cNvPr``, the shape's id) is
+    refused as corrupt: python-pptx would fail reading its id with an ``AttributeError``, the same as
+    for a bug.
 
     Groups are told by their element (``p:grpSp``): python-pptx's ``shape_type`` raises
     ``NotImplementedError`` for a text shape that has neither a geometry nor the text-box flag, a shape
     some generators write and that PowerPoint shows.
     """
     for shape in shapes:
+        if not shape.element.xpath("./*[1]/p:cNvPr"):
+            raise CorruptFileError(
+                source, f"cannot read as PPTX: a shape of {where} has no non-visual properties"
+            )
         if shape.element.tag == f"{_P}grpSp":
-            yield from _shapes(shape.shapes)
+            yield from _shapes(shape.shapes, where, source)
         else:
             yield shape
 
