@@ -73,6 +73,23 @@ def test_utf16_without_a_byte_order_mark_is_recognised(text: str, encoding: str)
         assert (doc.text, doc.metadata["encoding"]) == (text, encoding)
 
 
+@pytest.mark.parametrize("data", [b"<p>a\x00b</p>", b"<p>ab\x00</p>", b"ok\x00 fine, then"])
+def test_one_stray_nul_in_short_8_bit_text_is_not_utf16(data: bytes) -> None:
+    """One NUL is a tenth of the pairs of ten bytes: read as UTF-16 the text would be CJK nonsense, so
+    it is read as the 8-bit text it is, whose NUL makes it binary."""
+    with pytest.raises(
+        EncodingError,
+        match=r"short\.html: binary content, not text \(1 control characters when read as utf-8\)",
+    ):
+        decode_bytes(data, "short.html")
+
+
+@pytest.mark.parametrize("encoding", ["utf-16-le", "utf-16-be"])
+@pytest.mark.parametrize("text", ["ok", "hi\n", "Привет, мир!"])
+def test_short_utf16_without_a_byte_order_mark_is_recognised(text: str, encoding: str) -> None:
+    assert decode_bytes(text.encode(encoding), "short.txt").text == text
+
+
 def test_binary_with_utf16s_pattern_of_nul_bytes_is_still_binary() -> None:
     """Sixteen-bit numbers below 256 put NUL in every high byte, as ASCII in UTF-16 does; read as
     UTF-16 they are control characters and Latin-1 symbols, and refused as binary."""

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections import Counter
 from dataclasses import dataclass
 
 import charset_normalizer
@@ -69,6 +70,14 @@ _MIN_UTF16_NUL_SHARE = 0.1
 #: ... and the most whose low byte is (U+0100, U+0200...: rare in text, common in binary data).
 _MAX_UTF16_LOW_NUL_SHARE = 0.01
 
+#: With fewer high NUL bytes than this, a tenth of the pairs is no evidence (in ten bytes of 8-bit text
+#: one stray NUL is: ``<p>a\x00b</p>`` read as UTF-16 is five CJK characters), so the high bytes must
+#: also be what one script's text gives them: two values (NUL and the script's block, as 0x04 for
+#: Cyrillic) in at least :data:`_MIN_SHORT_UTF16_BLOCK_SHARE` of the pairs, where 8-bit text puts letters
+#: of every kind there.
+_MIN_UTF16_NULS = 8
+_MIN_SHORT_UTF16_BLOCK_SHARE = 0.9
+
 
 @dataclass(frozen=True, slots=True)
 class Decoded:
@@ -94,10 +103,17 @@ def unmarked_utf16(data: bytes) -> str | None:
     sample = data[:65536]
     pairs = len(sample) // 2
     even, odd = sample[0::2].count(0), sample[1::2].count(0)
-    for high, low, encoding in ((odd, even, "utf-16-le"), (even, odd, "utf-16-be")):
-        if high and high >= _MIN_UTF16_NUL_SHARE * pairs and low <= _MAX_UTF16_LOW_NUL_SHARE * pairs:
+    for high, low, encoding, start in ((odd, even, "utf-16-le", 1), (even, odd, "utf-16-be", 0)):
+        if not high or high < _MIN_UTF16_NUL_SHARE * pairs or low > _MAX_UTF16_LOW_NUL_SHARE * pairs:
+            continue
+        if high >= _MIN_UTF16_NULS or _block_share(sample[start::2]) >= _MIN_SHORT_UTF16_BLOCK_SHARE:
             return encoding
     return None
+
+
+def _block_share(high_bytes: bytes) -> float:
+    """The share of ``high_bytes`` taken by its two most common values."""
+    return sum(count for _, count in Counter(high_bytes).most_common(2)) / len(high_bytes)
 
 
 def _looks_like_damaged_utf8(data: bytes) -> bool:
