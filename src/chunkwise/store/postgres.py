@@ -44,6 +44,7 @@ import numpy as np
 from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.document import Document, Unit, UnitKind
 from chunkwise.errors import (
+    NulCharacterError,
     SchemaVersionError,
     StoreAuthError,
     StoreError,
@@ -199,6 +200,40 @@ def _execute_script(conn: Any, script: str) -> None:
     for statement in script.split(";"):
         if statement.strip():
             conn.execute(statement)
+
+
+def nul_in_text(
+    doc: Document, chunks: Sequence[Chunk], headers: Sequence[str], fingerprint: str, summary: str
+) -> str:
+    """Why ``put`` cannot store these in ``text`` columns, or ``""``: the first string that holds a NUL
+    character, which PostgreSQL refuses in text (the JSON columns, the metadata and a chunk's section and
+    unit ids, hold it escaped as ``\\u0000``, so it is stored there as given)."""
+    named = [("id", doc.id), ("text", doc.text), ("title", doc.title or ""), ("source", doc.source or "")]
+    named += [("format", doc.format), ("fingerprint", fingerprint), ("summary", summary)]
+    named += [
+        (f"unit {i}'s {what}", text)
+        for i, u in enumerate(doc.units)
+        for what, text in (("id", u.id), ("parent", u.parent or ""))
+    ]
+    named += [
+        (f"chunk {i}'s {what}", text)
+        for i, (c, h) in enumerate(zip(chunks, headers, strict=True))
+        for what, text in (("id", c.id), ("text", c.text), ("header", h))
+    ]
+    for what, text in named:
+        at = text.find("\x00")
+        if at >= 0:
+            return (
+                f"its {what} holds a NUL character at character {at}, which PostgreSQL cannot store in text"
+            )
+    return ""
+
+
+def storable_id(doc_id: str) -> bool:
+    """False for an id holding a NUL character: no such document can be stored (see
+    :meth:`PostgresStore.put`), and PostgreSQL refuses it even as a query parameter, so a lookup of it
+    answers "absent" without asking, as the SQLite store answers it."""
+    return "\x00" not in doc_id
 
 
 def postings(header: str, text: str) -> tuple[int, Counter[str]]:
@@ -512,6 +547,8 @@ class PostgresStore:
 
     def state(self, doc_id: str) -> tuple[str, str] | None:
         """``(content_hash, fingerprint)`` of a stored document, ``None`` if absent."""
+        if not storable_id(doc_id):
+            return None
         rows = self._rows("SELECT content_hash, fingerprint FROM {s}.documents WHERE doc_id = %s", (doc_id,))
         return (rows[0][0], rows[0][1]) if rows else None
 
@@ -530,10 +567,19 @@ class PostgresStore:
         transaction under the document's advisory lock. Returns what was committed: ``added``,
         ``replaced``, or ``skipped`` when the same content, fingerprint and stored fields
         (:meth:`Document.stored_alike`) were stored meanwhile.
-        ``windows``: the passage windows' vectors, each with the index of its chunk in ``chunks``."""
+        ``windows``: the passage windows' vectors, each with the index of its chunk in ``chunks``.
+
+        A NUL character in a string kept as text (the document's id, text, title, source, format, a unit's
+        id, a chunk's text or header, the summary, the fingerprint) raises
+        :class:`~chunkwise.errors.NulCharacterError` naming the document, before anything is written:
+        PostgreSQL cannot store it, and storing it altered would break the exact-provenance rule. The
+        ingest pipeline refuses such documents for every store, so that all stores hold the same
+        documents; a NUL in metadata is kept, escaped in its JSON."""
         if not len(chunks) == len(headers) == vectors.shape[0]:
             raise ValueError("chunks, headers and vectors must have one entry each per chunk")
         self._writable()
+        if reason := nul_in_text(doc, chunks, headers, fingerprint, summary):
+            raise NulCharacterError(doc.id, reason)
         s = self._s
         derived = [postings(header, chunk.text) for chunk, header in zip(chunks, headers, strict=True)]
         lengths = [length for length, _ in derived]
@@ -669,6 +715,8 @@ class PostgresStore:
     def delete(self, doc_id: str) -> bool:
         """Remove a document and everything derived from it; False if it was not stored."""
         self._writable()
+        if not storable_id(doc_id):
+            return False
         with self._conn() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_DOC_LOCK, f"{self._s}/{doc_id}"))
             exists = conn.execute(
@@ -691,6 +739,8 @@ class PostgresStore:
 
     def document(self, doc_id: str) -> Document:
         """The stored document, units included; ``KeyError`` if absent."""
+        if not storable_id(doc_id):
+            raise KeyError(doc_id)
         with self._conn() as conn:
             return self._document(conn, doc_id)
 
@@ -724,6 +774,8 @@ class PostgresStore:
 
     def summary(self, doc_id: str) -> str:
         """The document summary stored with it (empty when none)."""
+        if not storable_id(doc_id):
+            return ""
         rows = self._rows("SELECT summary FROM {s}.documents WHERE doc_id = %s", (doc_id,))
         return str(rows[0][0]) if rows else ""
 
@@ -943,6 +995,8 @@ class PostgresStore:
 
     def chunk_spans(self, doc_id: str) -> list[tuple[int, int]]:
         """``(start, end)`` of each chunk of ``doc_id``, by ordinal."""
+        if not storable_id(doc_id):
+            return []
         return [
             (s, e)
             for s, e in self._rows(
@@ -952,6 +1006,8 @@ class PostgresStore:
 
     def document_text(self, doc_id: str, start: int, end: int) -> str:
         """``document.text[start:end]`` (sliced in SQL: substr counts characters, 1-based)."""
+        if not storable_id(doc_id):
+            raise KeyError(doc_id)
         rows = self._rows(
             "SELECT substr(text, %s, %s) FROM {s}.documents WHERE doc_id = %s",
             (start + 1, end - start, doc_id),
