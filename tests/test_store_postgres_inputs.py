@@ -1,5 +1,5 @@
 """The PostgreSQL store given what the ingest pipeline never hands it, on a real PostgreSQL: NUL
-characters, ids with quotes, percent signs, backslashes and any Unicode."""
+characters, ids with quotes, percent signs, backslashes and any Unicode, vectors of another dimension."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkwise.document import Document
-from chunkwise.errors import NulCharacterError
+from chunkwise.errors import ConfigError, NulCharacterError, StoreError
 from chunkwise.parsing.text import text_document
 from chunkwise.store import open_store
 from chunkwise.store.protocol import Store
@@ -127,3 +127,25 @@ def test_any_id_round_trips_and_is_deleted_alike_in_both_stores(doc_id, pg_url, 
             assert store.delete(doc_id)
             assert not store.delete(doc_id)
             assert store.counts() == {"documents": 0, "chunks": 0, "vectors": 0}
+
+
+def test_vectors_of_another_dimension_are_typed_errors(pg_url):
+    """A query vector of another size raised pgvector's raw ``DataException`` where SQLite raises
+    :class:`ConfigError`; a put with vectors of another size raised it from inside the transaction, and
+    a put before any embedder was recorded failed on the missing vector table. Each is now a typed error
+    raised before anything is written."""
+    with open_store(pg_url) as store:
+        parts = put_parts(DOC)
+        with pytest.raises(StoreError, match=r"guide\.md: no embedder is recorded"):
+            store.put(**parts)
+        chunks = put(store, DOC, windowed=True)
+        for call in (lambda v: store.dense(v, 3), lambda v: store.window_scores(v, [1, 2, 3])):
+            with pytest.raises(ConfigError, match="the query vector has 5 dimensions, the stored vectors 8"):
+                call(unit_vectors(1, dim=5)[0])
+        wrong = put_parts(dataclasses.replace(DOC, id="other.md"))
+        with pytest.raises(ConfigError, match=r"other\.md: its vectors have 5 dimensions"):
+            store.put(**{**wrong, "vectors": unit_vectors(len(wrong["chunks"]), dim=5)})
+        with pytest.raises(ConfigError, match=r"other\.md: its passage windows' vectors have 5 dimensions"):
+            store.put(**wrong, windows=([0], unit_vectors(1, dim=5)))
+        assert store.counts() == {"documents": 1, "chunks": len(chunks), "vectors": len(chunks)}
+        assert store.check() == []

@@ -44,6 +44,7 @@ import numpy as np
 from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.document import Document, Unit, UnitKind
 from chunkwise.errors import (
+    ConfigError,
     NulCharacterError,
     SchemaVersionError,
     StoreAuthError,
@@ -267,7 +268,7 @@ class PostgresStore:
         self._where = pgurl.parse(url)
         self._settings = settings or StoreSettings()
         self._s = f'"{self._where.schema}"'
-        self._vectors = False
+        self._dim: int | None = None
         self._postings = PostingsIndex.empty()
         self._postings_lock = threading.Lock()
         self.read_only = read_only
@@ -528,7 +529,7 @@ class PostgresStore:
                     recorded = (name, str(dim), version)
         if recorded is None:
             return
-        self._vectors = True
+        self._stored_dim()
         check_recorded_embedder(self.location, recorded, (name, dim, version), "schema")
 
     def _recorded_embedder(self, conn: Any) -> tuple[str, str, str] | None:
@@ -580,6 +581,7 @@ class PostgresStore:
         self._writable()
         if reason := nul_in_text(doc, chunks, headers, fingerprint, summary):
             raise NulCharacterError(doc.id, reason)
+        self._check_put_dimension(doc.id, vectors, windows[1] if windows is not None else None)
         s = self._s
         derived = [postings(header, chunk.text) for chunk, header in zip(chunks, headers, strict=True)]
         lengths = [length for length, _ in derived]
@@ -657,6 +659,23 @@ class PostgresStore:
                 self._copy_windows(cur, [keys[owner] for owner in windows[0]], windows[1])
             self._add_stats(conn, len(chunks) - removed[0], sum(lengths) - removed[1], added - removed[2])
         return "replaced" if stored is not None else "added"
+
+    def _check_put_dimension(self, doc_id: str, vectors: Vectors, window_vectors: Vectors | None) -> None:
+        """Before :meth:`put` writes: :class:`StoreError` when no embedder is recorded (there is no vector
+        table yet: :meth:`check_embedder` records one), :class:`ConfigError` naming the document when its
+        vectors or windows' vectors are not of the recorded dimension (another embedder's)."""
+        dim = self._stored_dim()
+        if dim is None:
+            raise StoreError(
+                self.location, f"{doc_id}: no embedder is recorded (check_embedder records one before a put)"
+            )
+        for what, given in (("vectors", vectors), ("passage windows' vectors", window_vectors)):
+            if given is not None and len(given) and (given.ndim != 2 or given.shape[1] != dim):
+                raise ConfigError(
+                    f"{self.location}: {doc_id}: its {what} have {given.shape[-1]} dimensions, "
+                    f"the stored vectors {dim}; ingest with the embedder that built the store "
+                    f"({self.meta('embedder')})"
+                )
 
     def _copy_postings(
         self, conn: Any, keys: Sequence[int], lengths: Sequence[int], counts: Sequence[Counter[str]]
@@ -913,11 +932,28 @@ class PostgresStore:
                     self._postings = self._postings.refresh(conn, self._s)
         return self._postings.search(terms, k)
 
+    def _stored_dim(self) -> int | None:
+        """The recorded embedder's dimension, ``None`` until one is recorded (with it the vector table,
+        which is never dropped)."""
+        if self._dim is None:
+            dim = self.meta("dim")
+            self._dim = int(dim) if dim is not None else None
+        return self._dim
+
     def _has_vectors(self) -> bool:
-        """True once an embedder is recorded and the vector table exists (it is never dropped)."""
-        if not self._vectors:
-            self._vectors = self.meta("dim") is not None
-        return self._vectors
+        """True once an embedder is recorded and the vector table exists."""
+        return self._stored_dim() is not None
+
+    def _query_vector(self, vector: Vectors) -> np.ndarray:
+        """``vector`` as pgvector takes it; :class:`ConfigError` when it is not of the stored vectors'
+        dimension (another embedder's), which pgvector would refuse with a raw ``DataException``."""
+        dim = self._stored_dim()
+        if vector.shape != (dim,):
+            raise ConfigError(
+                f"{self.location}: the query vector has {vector.size} dimensions, the stored vectors {dim}; "
+                f"search with the embedder that built the store ({self.meta('embedder')})"
+            )
+        return np.asarray(vector, dtype=np.float32)
 
     def _approximate(self, conn: Any) -> bool:
         """True when the store holds at least ``hnsw_threshold`` vectors, whole or window (what an exact
@@ -938,7 +974,7 @@ class PostgresStore:
         chunks are scored exactly with their windows (one transaction, so one connection)."""
         if not self._has_vectors():
             return []
-        params = {"q": np.asarray(vector, dtype=np.float32), "k": k, "n": k * WINDOW_CANDIDATES}
+        params = {"q": self._query_vector(vector), "k": k, "n": k * WINDOW_CANDIDATES}
         with self._conn() as conn, conn.transaction():
             if self._approximate(conn):
                 breadth = max(int(self._settings.hnsw_ef_search), k * WINDOW_CANDIDATES)
@@ -956,7 +992,7 @@ class PostgresStore:
         """Each of ``keys``' best passage-window cosine to ``vector`` (chunks without windows absent)."""
         if not keys or not self._has_vectors():
             return {}
-        params = {"q": np.asarray(vector, dtype=np.float32), "keys": list(keys)}
+        params = {"q": self._query_vector(vector), "keys": list(keys)}
         rows = self._rows(_WINDOW_SCORES, params)
         return {int(key): float(score) for key, score in rows}
 
