@@ -1,5 +1,6 @@
 """The PostgreSQL store given what the ingest pipeline never hands it, on a real PostgreSQL: NUL
-characters, ids with quotes, percent signs, backslashes and any Unicode, vectors of another dimension."""
+characters, ids with quotes, percent signs, backslashes and any Unicode, vectors of another dimension;
+and a server that drops its connections."""
 
 from __future__ import annotations
 
@@ -12,11 +13,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkwise.document import Document
-from chunkwise.errors import ConfigError, NulCharacterError, StoreError
+from chunkwise.errors import ConfigError, NulCharacterError, StoreError, StoreUnavailableError
 from chunkwise.parsing.text import text_document
-from chunkwise.store import open_store
+from chunkwise.store import StoreSettings, open_store
 from chunkwise.store.protocol import Store
 from chunkwise.store.sqlite import SQLiteStore
+from tests.support.postgres import PgServer
 from tests.support.store import DOC, fixed_chunks, put, unit_vectors
 
 pytest.importorskip("psycopg")
@@ -148,4 +150,33 @@ def test_vectors_of_another_dimension_are_typed_errors(pg_url):
         with pytest.raises(ConfigError, match=r"other\.md: its passage windows' vectors have 5 dimensions"):
             store.put(**wrong, windows=([0], unit_vectors(1, dim=5)))
         assert store.counts() == {"documents": 1, "chunks": len(chunks), "vectors": len(chunks)}
+        assert store.check() == []
+
+
+def terminate_clients(pg_server: PgServer) -> int:
+    """End every client connection to the server but this one (as a restart or failover does)."""
+    with pg_server.admin() as conn:
+        return int(
+            conn.execute(
+                "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity"
+                " WHERE pid <> pg_backend_pid() AND backend_type = 'client backend'"
+            ).fetchone()[0]
+        )
+
+
+def test_lost_connections_fail_one_call_with_a_typed_error(pg_url, pg_server):
+    """When the server drops its connections, the call that meets a dropped one raises
+    :class:`StoreUnavailableError`; every other connection idle in the pool used to fail one more call
+    each after it, though the server answered again. Now the pool replaces them at once."""
+    with open_store(pg_url, StoreSettings(pool_size=3)) as store:
+        put(store, DOC)
+        query = unit_vectors(4)[0]
+        expected = store.dense(query, 3), store.bm25("refunds", 3)
+        for call in (lambda: store.dense(query, 3), lambda: store.bm25("refunds", 3)):
+            with store._pool.connection(), store._pool.connection():  # fill the pool: three connections
+                pass
+            assert terminate_clients(pg_server) >= 2
+            with pytest.raises(StoreUnavailableError, match="cannot reach the database"):
+                call()
+            assert (store.dense(query, 3), store.bm25("refunds", 3)) == expected
         assert store.check() == []

@@ -346,7 +346,10 @@ class PostgresStore:
 
     @contextmanager
     def _conn(self) -> Iterator[Any]:
-        """A pooled connection, committed on success; a lost server becomes a typed error."""
+        """A pooled connection, committed on success; a lost server becomes a typed error. A lost
+        connection means the others idle in the pool were most likely lost with it (a server restart, a
+        failover): they are tested and replaced at once, so that the next call gets a working one instead
+        of each of them failing one more call in turn."""
         from psycopg_pool import PoolTimeout
 
         try:
@@ -358,6 +361,7 @@ class PostgresStore:
             state = exc.sqlstate or ""
             if state and not state.startswith(_CONNECTION_STATES):
                 raise
+            self._pool.check()
             raise self._failure(exc) from None
 
     def _rows(self, sql: str, params: Any = None) -> list[Any]:
