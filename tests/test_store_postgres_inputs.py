@@ -180,3 +180,19 @@ def test_lost_connections_fail_one_call_with_a_typed_error(pg_url, pg_server):
                 call()
             assert (store.dense(query, 3), store.bm25("refunds", 3)) == expected
         assert store.check() == []
+
+
+@pytest.mark.parametrize("threshold", [10**9, 1], ids=["exact", "approximate"])
+def test_k_of_zero_or_less_finds_nothing(threshold, pg_url, tmp_path):
+    """A negative ``k`` reached SQL as a negative LIMIT, which PostgreSQL refuses with a raw error (dense
+    search on both paths, BM25 in SQL); ``k`` of 0 or less now finds nothing on every path, and the
+    SQLite store's dense search agrees."""
+    limits = StoreSettings(hnsw_threshold=threshold, bm25s_threshold=threshold)
+    with SQLiteStore(tmp_path / "kb", limits) as lite, open_store(pg_url, limits) as server:
+        for store in (lite, server):
+            put(store, DOC, windowed=True)
+        query = unit_vectors(1)[0]
+        for k in (-1, 0):
+            assert lite.dense(query, k) == server.dense(query, k) == []
+            assert server.bm25("refunds pets", k) == []
+        assert len(server.bm25("refunds pets", 2)) == len(server.dense(query, 2)) == 2

@@ -919,9 +919,10 @@ class PostgresStore:
 
     def bm25(self, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best chunk keys by Okapi BM25 over header + text (positive scores, best first, ties
-        by key): in SQL below ``bm25s_threshold`` chunks, from the postings in memory at or above it."""
+        by key): in SQL below ``bm25s_threshold`` chunks, from the postings in memory at or above it;
+        nothing for ``k`` of 0 or less."""
         terms = search_terms(query)
-        if not terms:
+        if not terms or k <= 0:  # nothing wanted (a negative LIMIT is an error in PostgreSQL)
             return []
         threshold = self._settings.bm25s_threshold
         with self._conn() as conn:
@@ -975,8 +976,9 @@ class PostgresStore:
         """The ``k`` nearest chunks by their best cosine, whole vector or passage window: a sequential scan
         below ``hnsw_threshold`` vectors (exact, ties by key); at or above it the HNSW indexes of the
         whole vectors and of the windows each propose ``WINDOW_CANDIDATES`` times ``k`` nearest, whose
-        chunks are scored exactly with their windows (one transaction, so one connection)."""
-        if not self._has_vectors():
+        chunks are scored exactly with their windows (one transaction, so one connection). Nothing for
+        ``k`` of 0 or less, as in the SQLite store."""
+        if not self._has_vectors() or k <= 0:
             return []
         params = {"q": self._query_vector(vector), "k": k, "n": k * WINDOW_CANDIDATES}
         with self._conn() as conn, conn.transaction():
