@@ -1,0 +1,48 @@
+"""Chunker parameters keep the JSON type they were sent with, on a real server."""
+
+from __future__ import annotations
+
+import httpx
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.support.server import error_of
+
+FORM_FILE = [("file", ("a.md", b"# A\n\ntext"))]
+
+
+def _invalid_message(response: httpx.Response) -> str:
+    assert response.status_code == 422, response.text
+    error = error_of(response)
+    assert error["type"] == "invalid_request", error
+    return error["message"]
+
+
+@settings(max_examples=20, deadline=None)
+@given(
+    name=st.sampled_from(["max_size", "min_size"]),
+    chunker=st.sampled_from(["fixed", "recursive", "sentence", "structure"]),
+    whole=st.integers(min_value=0, max_value=100_000),
+)
+def test_a_whole_float_for_an_int_parameter_is_refused_naming_it(
+    server_url: str, name: str, chunker: str, whole: int
+) -> None:
+    """``10.0`` for an ``int`` parameter is a wrong JSON type, as ``"10"`` is: a 422 naming the parameter,
+    never rounded to ten (the chunker's own coercion takes a whole float for an ``int``)."""
+    value = float(whole)
+    with httpx.Client(base_url=server_url, timeout=600) as http:
+        body = {"text": "a text", "chunker": chunker, "params": {name: value}}
+        message = _invalid_message(http.post("/v1/chunk", json=body))
+        assert message == f"params: {name}: expected int, got {value!r}"
+        form = http.post(
+            "/v1/chunk", files=FORM_FILE, data={"chunker": chunker, "params": f'{{"{name}": {value!r}}}'}
+        )
+        assert _invalid_message(form) == message
+
+
+def test_floats_and_ints_stay_accepted_where_the_parameter_is_a_float(client: httpx.Client) -> None:
+    for overlap in (0.5, 0.0, 1.0, 0):
+        body = {"text": "a text", "chunker": "fixed", "params": {"max_size": 10, "overlap": overlap}}
+        response = client.post("/v1/chunk", json=body)
+        assert response.status_code == 200, response.text
+        assert response.json()["params"]["overlap"] == overlap
