@@ -1,4 +1,6 @@
-"""Chunker parameters keep the JSON type they were sent with, on a real server."""
+"""Chunker parameters keep the JSON type they were sent with, and a form's ``params`` that Python's JSON
+reader cannot hold (nested too deeply, an integer of thousands of digits) is a malformed-JSON 400, never
+a 500: each on a real server."""
 
 from __future__ import annotations
 
@@ -46,3 +48,18 @@ def test_floats_and_ints_stay_accepted_where_the_parameter_is_a_float(client: ht
         response = client.post("/v1/chunk", json=body)
         assert response.status_code == 200, response.text
         assert response.json()["params"]["overlap"] == overlap
+
+
+def test_form_params_the_json_reader_cannot_hold_are_malformed_json(client: httpx.Client) -> None:
+    for params in (
+        '{"x": ' + "[" * 100_000 + "]" * 100_000 + "}",  # nested past Python's recursion limit
+        "[" * 100_000,
+        '{"max_size": ' + "9" * 5000 + "}",  # past Python's limit on integer digits
+    ):
+        response = client.post("/v1/chunk", files=FORM_FILE, data={"params": params})
+        assert response.status_code == 400, response.text
+        assert error_of(response) == {
+            "type": "malformed_json",
+            "message": "field 'params' is not valid JSON",
+        }
+    assert client.get("/healthz").status_code == 200

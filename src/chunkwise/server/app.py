@@ -363,10 +363,12 @@ def _validated(model: type[ModelT], raw: bytes) -> ModelT:
 
 
 def _json_object(raw: str, field: str) -> dict[str, Any]:
-    """A form field holding a JSON object."""
+    """A form field holding a JSON object. Text Python's JSON reader cannot hold is malformed too: nested
+    past the recursion limit (``RecursionError``) or an integer past the digit limit (``ValueError``,
+    which ``JSONDecodeError`` also is); either would otherwise be a 500."""
     try:
         value = json.loads(raw)
-    except json.JSONDecodeError:
+    except (ValueError, RecursionError):
         raise ApiError(400, "malformed_json", f"field {field!r} is not valid JSON") from None
     if not isinstance(value, dict):
         raise ApiError(422, "invalid_request", f"field {field!r} must be a JSON object")
