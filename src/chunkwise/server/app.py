@@ -58,6 +58,7 @@ from chunkwise.server.errors import ApiError, error_response, install_handlers
 from chunkwise.server.jobs import IngestQueue, Job, QueueFullError
 from chunkwise.server.metrics import ServerMetrics
 from chunkwise.server.schemas import (
+    ERROR_RESPONSES,
     AnswerRequest,
     ChunkOptions,
     ChunkRequest,
@@ -164,6 +165,7 @@ def create_app(
         docs_url=None,
         redoc_url=None,
         lifespan=lifespan,
+        responses=ERROR_RESPONSES,
     )
     install_handlers(app)
 
@@ -293,7 +295,27 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
         s = service()
         return await s.compute(partial(_observed, s, lambda: answer_body(s.query(), body.query)))
 
-    @app.post("/v1/documents", status_code=202, summary="Upload files (multipart `files`) as an ingest job.")
+    @app.post(
+        "/v1/documents",
+        status_code=202,
+        summary="Upload files (multipart `files`) as an ingest job.",
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {
+                    "multipart/form-data": {
+                        "schema": {
+                            "type": "object",
+                            "required": ["files"],
+                            "properties": {
+                                "files": {"type": "array", "items": {"type": "string", "format": "binary"}}
+                            },
+                        }
+                    }
+                },
+            }
+        },
+    )
     async def add_documents(request: Request) -> JSONResponse:
         s = service()
         files: list[tuple[str, bytes]] = []

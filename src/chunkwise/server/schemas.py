@@ -109,6 +109,31 @@ class AnswerRequest(Body):
     query: str = Field(min_length=1, max_length=10_000)
 
 
+class ErrorDetail(BaseModel):
+    """What went wrong: a short ``type`` (``invalid_request``, ``config_error``, ...) and a message naming
+    the field or the reason."""
+
+    type: str
+    message: str
+
+
+class ErrorBody(BaseModel):
+    """The body of every error response (:mod:`.errors`), documented as such in the OpenAPI schema."""
+
+    error: ErrorDetail
+
+
+#: The error responses every operation may give, for the OpenAPI schema: one shape for all of them (the
+#: framework's own ``{"detail": [...]}`` for a 422 is never sent).
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    "4XX": {
+        "model": ErrorBody,
+        "description": "The request is refused: the error's type and message say why.",
+    },
+    "5XX": {"model": ErrorBody, "description": "A model, the store or the server failed (the log has it)."},
+}
+
+
 def check_remote_params(chunker: str, params: dict[str, Any]) -> None:
     """:class:`ConfigError` for a chunker or parameter a remote client may not choose: a chunker outside
     the registry (``package.module:Class`` would import code), a model spec, or a size unit that names a
