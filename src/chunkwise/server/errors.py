@@ -2,7 +2,9 @@
 
 The library's typed errors come from the request (a file that cannot be parsed, an unknown chunker, a
 query without a word, a spent budget) and are 4xx; a remote model that keeps failing is 502 (the fault
-is upstream, not the client's) and a store that cannot be used 503. Request bodies that do not validate
+is upstream, not the client's), and a store or a bundled model file that cannot be used 503 (the fault
+is the server's installation: the client is told what failed, the log says where, as both name the
+server's own files). Request bodies that do not validate
 are 400 (malformed JSON) or 422 (wrong type, missing or unknown field), naming the field. Anything else
 is a 500 whose body says only "internal error": the traceback goes to the server's log, never into a
 response.
@@ -25,6 +27,7 @@ from chunkwise.errors import (
     ConfigError,
     FileTooLargeError,
     ModelError,
+    ModelFileError,
     ParseError,
     QueryError,
     StoreError,
@@ -39,6 +42,7 @@ TYPED: tuple[tuple[type[ChunkwiseError], int, str], ...] = (
     (FileTooLargeError, 413, "file_too_large"),
     (ParseError, 422, "parse_error"),
     (QueryError, 400, "query_error"),
+    (ModelFileError, 503, "model_unavailable"),
     (ConfigError, 400, "config_error"),
     (ChunkingError, 422, "chunking_error"),
     (BudgetExceededError, 402, "budget_exceeded"),
@@ -86,6 +90,16 @@ def typed_status(exc: ChunkwiseError) -> tuple[int, str]:
     raise AssertionError("ChunkwiseError is the last entry of TYPED")  # pragma: no cover
 
 
+def public_message(exc: ChunkwiseError) -> str:
+    """What a client is told of ``exc``: its message, except for the errors that name the server's own
+    files (a store's directory, a bundled model's path), which say only what cannot be used."""
+    if isinstance(exc, StoreError):
+        return "the knowledge base cannot be used now"
+    if isinstance(exc, ModelFileError):
+        return "a model file of the server is missing or unreadable (the server's log names it)"
+    return str(exc)
+
+
 def validation_message(errors: list[dict[str, Any]]) -> tuple[int, str, str]:
     """Status, type and one readable message for pydantic's validation errors."""
     if any(e.get("type") == "json_invalid" for e in errors):
@@ -112,9 +126,7 @@ def install_handlers(app: FastAPI) -> None:
         status, type_ = typed_status(exc)
         if status >= 500:
             logger.warning("%s %s: %s", request.method, request.url.path, exc)
-        # A store error names the server's own directory: the client is told what, the log says where.
-        message = "the knowledge base cannot be used now" if isinstance(exc, StoreError) else str(exc)
-        return error_response(status, type_, message)
+        return error_response(status, type_, public_message(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, exc: RequestValidationError) -> JSONResponse:

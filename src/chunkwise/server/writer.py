@@ -11,8 +11,9 @@ PostgreSQL reads the committed rows.
 
 The two processes speak over a pipe. The server sends a job as its uploads, ``(name, content)`` pairs;
 the writer answers with ``("event", {...})`` for each file handled and one
-``("end", {...})`` per job (status, result or error, the accounting of its model calls and, for a bug,
-the traceback for the server's log). The writer stops between two documents when the server asks
+``("end", {...})`` per job (status, result or error, the accounting of its model calls and, for the
+server's log, a bug's traceback or the whole message of an error that names the server's files, which
+the client's message leaves out). The writer stops between two documents when the server asks
 (``stopping``), so an interrupted job leaves each document whole or absent, as a job sent again expects.
 A second pipe is the writer's lifeline: the server never writes to it, and the writer exits the moment it
 reads its end, which the operating system closes when the server's process ends however it ends (a
@@ -42,7 +43,7 @@ from chunkwise.ingest.report import IngestEvent
 from chunkwise.kb import KnowledgeBase, record_config
 from chunkwise.models.context import Models
 from chunkwise.results import ingest_body
-from chunkwise.server.errors import typed_status
+from chunkwise.server.errors import public_message, typed_status
 
 #: How much lower than the server the writer runs (``nice`` increment; 19 is the lowest priority).
 WRITER_NICENESS = 10
@@ -206,7 +207,9 @@ def _run_job(
         end["error"] = {"type": "cancelled", "message": "the server stopped; send the files again"}
     except ChunkwiseError as exc:
         end["status"] = "failed"
-        end["error"] = {"type": typed_status(exc)[1], "message": str(exc)}
+        end["error"] = {"type": typed_status(exc)[1], "message": public_message(exc)}
+        if end["error"]["message"] != str(exc):  # it names the server's files: the log gets it whole
+            end["traceback"] = str(exc)
     except Exception:  # the writer must outlive a bug in one job; the server's log gets the traceback
         end["status"] = "failed"
         end["error"] = {"type": "internal", "message": "internal error (the server's log has the details)"}
