@@ -63,3 +63,26 @@ def test_form_params_the_json_reader_cannot_hold_are_malformed_json(client: http
             "message": "field 'params' is not valid JSON",
         }
     assert client.get("/healthz").status_code == 200
+
+
+def test_json_bodies_the_reader_cannot_hold_are_malformed_json_on_every_route(client: httpx.Client) -> None:
+    """Invalid UTF-8, nesting past Python's recursion limit and an integer past its digit limit are
+    malformed JSON (400, ``malformed_json``) whichever route reads the body, as a syntax error is."""
+    headers = {"Content-Type": "application/json"}
+    for route, field in (
+        ("/v1/search", b"query"),
+        ("/v1/segments", b"query"),
+        ("/v1/answer", b"query"),
+        ("/v1/chunk", b"text"),
+    ):
+        for body in (
+            b'{"%s": "\xff\xfe bags"}' % field,
+            b'{"%s": "bags", "x": %s%s}' % (field, b"[" * 100_000, b"]" * 100_000),
+            b'{"%s": "bags", "x": %s}' % (field, b"9" * 5000),
+        ):
+            response = client.post(route, content=body, headers=headers)
+            assert response.status_code == 400, (route, response.text)
+            assert error_of(response) == {
+                "type": "malformed_json",
+                "message": "the request body is not valid JSON",
+            }, route

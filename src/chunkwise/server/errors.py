@@ -51,6 +51,9 @@ TYPED: tuple[tuple[type[ChunkwiseError], int, str], ...] = (
     (ChunkwiseError, 400, "bad_request"),
 )
 
+#: The answer to a JSON body that cannot be read: status, type and message.
+MALFORMED_JSON = (400, "malformed_json", "the request body is not valid JSON")
+
 #: HTTP status -> error type, for the errors the framework raises (no route, wrong method, ...).
 STATUS_TYPES: dict[int, str] = {
     400: "bad_request",
@@ -103,7 +106,7 @@ def public_message(exc: ChunkwiseError) -> str:
 def validation_message(errors: list[dict[str, Any]]) -> tuple[int, str, str]:
     """Status, type and one readable message for pydantic's validation errors."""
     if any(e.get("type") == "json_invalid" for e in errors):
-        return 400, "malformed_json", "the request body is not valid JSON"
+        return MALFORMED_JSON
     parts = []
     for error in errors:
         where = ".".join(str(p) for p in error.get("loc", ()) if p != "body") or "body"
@@ -135,6 +138,10 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(request: Request, exc: HTTPException) -> JSONResponse:
+        if exc.status_code == 400 and isinstance(exc.__cause__, ValueError | RecursionError):
+            # FastAPI's "error parsing the body" for a JSON body its reader cannot hold (invalid UTF-8,
+            # nested too deeply, an integer past Python's digit limit): malformed JSON like any other.
+            return error_response(*MALFORMED_JSON)
         type_ = STATUS_TYPES.get(exc.status_code, "http_error")
         return error_response(exc.status_code, type_, str(exc.detail), dict(exc.headers or {}))
 
