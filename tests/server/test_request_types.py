@@ -86,3 +86,20 @@ def test_json_bodies_the_reader_cannot_hold_are_malformed_json_on_every_route(cl
                 "type": "malformed_json",
                 "message": "the request body is not valid JSON",
             }, route
+
+
+def test_a_chunker_name_parameter_that_is_no_string_is_refused(client: httpx.Client) -> None:
+    """``inner`` names a chunker: a list or an object there is refused, never a 500: a wrong type (422)
+    where the chunker declares ``inner``, a wrong chunker name (400) where it does not."""
+    for inner in ([1], {"a": 1}, 5):
+        wrong_type = client.post(
+            "/v1/chunk", json={"text": "a text", "chunker": "sections", "params": {"inner": inner}}
+        )
+        assert _invalid_message(wrong_type) == f"params: inner: expected str, got {inner!r}"
+        undeclared = client.post(
+            "/v1/chunk", json={"text": "a text", "chunker": "recursive", "params": {"inner": inner}}
+        )
+        assert undeclared.status_code == 400, undeclared.text
+        error = error_of(undeclared)
+        assert error["type"] == "config_error"
+        assert error["message"].startswith("inner must be one of fixed, recursive"), error

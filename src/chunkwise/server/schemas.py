@@ -145,7 +145,8 @@ def check_remote_params(chunker: str, params: dict[str, Any]) -> None:
             f"parameter {key!r} cannot be set per request: the server uses its configured models"
         )
     for key in sorted(CHUNKER_PARAMS & set(params)):
-        if params[key] not in CHUNKERS:
+        # A list or an object is no chunker name (and, unhashable, cannot even be looked up).
+        if not isinstance(params[key], str) or params[key] not in CHUNKERS:
             raise ConfigError(f"{key} must be one of {', '.join(CHUNKERS)}, got {params[key]!r}")
     unit = params.get("unit")
     if unit is not None and not (
