@@ -325,6 +325,10 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
                 if not isinstance(upload, UploadFile):
                     raise ApiError(422, "invalid_request", "field 'files': uploaded files are expected")
                 name = upload_name(upload.filename)
+                if any(name == taken for taken, _ in files):
+                    # One job stores each name once: the second file would replace the first
+                    # (``a/notes.md`` and ``b/notes.md`` are both ``notes.md`` once their folders go).
+                    raise ApiError(422, "invalid_request", f"field 'files': two files are named {name!r}")
                 data = await upload.read()
                 _check_supported(data, name)
                 files.append((name, data))
