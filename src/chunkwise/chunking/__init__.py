@@ -91,18 +91,21 @@ def normalised_params(name: str, params: Mapping[str, Any]) -> dict[str, Any]:
 
 def check_param_types(name: str, params: Mapping[str, Any]) -> None:
     """:class:`ConfigError` naming the first of ``params`` whose value is not of the type chunker ``name``
-    declares for it, taken as given: ``"10"`` is no ``int`` and ``"false"`` no ``bool`` here, although
-    :func:`get_chunker` parses them (the command line's ``--set`` gives every value as a string). For
-    values that arrive typed, as a JSON request's do, where a number sent as a string is a client's
-    mistake to report, not to guess at. Unknown names and ranges are left to :func:`get_chunker`;
-    chunkers outside :class:`BaseChunker` declare no types and pass."""
+    declares for it, taken as given: ``"10"`` is no ``int``, ``"false"`` no ``bool`` and ``10.0`` no
+    ``int`` here, although :func:`get_chunker` reads them so (the command line's ``--set`` gives every
+    value as a string, and a TOML file may write a whole number as a float). For values that arrive
+    typed, as a JSON request's do, where a number of the wrong type is a client's mistake to report, not
+    to guess at. Unknown names and ranges are left to :func:`get_chunker`; chunkers outside
+    :class:`BaseChunker` declare no types and pass."""
     cls = chunker_class(name)
     if not issubclass(cls, BaseChunker):
         return
     hints = typing.get_type_hints(cls.Params)
     for field in dataclasses.fields(cls.Params):
         if field.name in params:
-            coerce(params[field.name], hints[field.name], field.name)
+            value = params[field.name]
+            if isinstance(coerce(value, hints[field.name], field.name), int) and isinstance(value, float):
+                raise ConfigError(f"{field.name}: expected int, got {value!r}")
 
 
 def get_chunker(name: str, *, models: Models | None = None, **params: Any) -> Chunker:

@@ -11,16 +11,14 @@ which refuses what would let a client reach the server's files or code, and then
 
 from __future__ import annotations
 
-import typing
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from chunkwise.chunking import CHUNKERS, BaseChunker, check_param_types, chunker_class
+from chunkwise.chunking import CHUNKERS, check_param_types
 from chunkwise.chunking.tokens import COUNTER_NAMES
 from chunkwise.errors import ConfigError
-from chunkwise.settings import coerce
 
 #: Chunker parameters that name a model: the server uses its configured models, never a client's spec
 #: (a spec can name a model file on the server, or a paid endpoint).
@@ -57,27 +55,9 @@ class ChunkOptions(Body):
             typed = {key: value for key, value in params.items() if key not in MODEL_PARAMS}
             try:
                 check_param_types(chunker, typed)
-                _refuse_floats_for_ints(chunker, typed)
             except ConfigError as exc:
                 raise PydanticCustomError("param_type", "{reason}", {"reason": str(exc)}) from None
         return params
-
-
-def _refuse_floats_for_ints(chunker: str, params: dict[str, Any]) -> None:
-    """:class:`ConfigError` naming the first parameter of registered chunker ``chunker`` that JSON sent as
-    a float (``10.0``) where the chunker declares no float: :func:`check_param_types` takes a whole float
-    for an ``int``, as a TOML configuration may write one, but a JSON client's ``10.0`` is a type mistake
-    to report like ``"10"``, not a number to round. Run after :func:`check_param_types`, so the values
-    are known to coerce."""
-    cls = chunker_class(chunker)
-    if not issubclass(cls, BaseChunker):
-        return
-    hints = typing.get_type_hints(cls.Params)
-    for key, value in params.items():
-        if not isinstance(value, float) or key not in hints:
-            continue
-        if not isinstance(coerce(value, hints[key], key), float):
-            raise ConfigError(f"{key}: expected int, got {value!r}")
 
 
 class ChunkRequest(ChunkOptions):
