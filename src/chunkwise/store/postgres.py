@@ -60,7 +60,9 @@ from chunkwise.store.protocol import (
     Status,
     StoredChunk,
     StoreSettings,
+    check_put_widths,
     check_recorded_embedder,
+    substring_bounds,
 )
 from chunkwise.store.schema import upgrade
 from chunkwise.terms import K1, B, index_terms, search_terms
@@ -673,13 +675,8 @@ class PostgresStore:
             raise StoreError(
                 self.location, f"{doc_id}: no embedder is recorded (check_embedder records one before a put)"
             )
-        for what, given in (("vectors", vectors), ("passage windows' vectors", window_vectors)):
-            if given is not None and len(given) and (given.ndim != 2 or given.shape[1] != dim):
-                raise ConfigError(
-                    f"{self.location}: {doc_id}: its {what} have {given.shape[-1]} dimensions, "
-                    f"the stored vectors {dim}; ingest with the embedder that built the store "
-                    f"({self.meta('embedder')})"
-                )
+        embedder = self.meta("embedder") or ""
+        check_put_widths(self.location, doc_id, dim, embedder, vectors=vectors, windows=window_vectors)
 
     def _copy_postings(
         self, conn: Any, keys: Sequence[int], lengths: Sequence[int], counts: Sequence[Counter[str]]
@@ -1047,12 +1044,13 @@ class PostgresStore:
         ]
 
     def document_text(self, doc_id: str, start: int, end: int) -> str:
-        """``document.text[start:end]`` (sliced in SQL: substr counts characters, 1-based)."""
+        """``document.text[start:end]`` (sliced in SQL: substr counts characters, 1-based; offsets as
+        :func:`~chunkwise.store.protocol.substring_bounds` takes them)."""
+        first, length = substring_bounds(start, end)
         if not storable_id(doc_id):
             raise KeyError(doc_id)
         rows = self._rows(
-            "SELECT substr(text, %s, %s) FROM {s}.documents WHERE doc_id = %s",
-            (start + 1, end - start, doc_id),
+            "SELECT substr(text, %s, %s) FROM {s}.documents WHERE doc_id = %s", (first, length, doc_id)
         )
         if not rows:
             raise KeyError(doc_id)

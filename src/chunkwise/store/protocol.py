@@ -102,6 +102,31 @@ def check_recorded_embedder(
         )
 
 
+def check_put_widths(
+    location: str, doc_id: str, dim: int, embedder: str, *, vectors: Vectors, windows: Vectors | None
+) -> None:
+    """:class:`ConfigError` naming the document when the vectors ``put`` was given for it, or its passage
+    windows' vectors, are not of the store's recorded dimension ``dim`` (another embedder's): checked
+    before anything is written, so that a store never holds vectors of two sizes, which no search could
+    compare."""
+    for what, given in (("vectors", vectors), ("passage windows' vectors", windows)):
+        if given is not None and len(given) and (given.ndim != 2 or given.shape[1] != dim):
+            raise ConfigError(
+                f"{location}: {doc_id}: its {what} have {given.shape[-1]} dimensions, the stored vectors "
+                f"{dim}; ingest with the embedder that built the store ({embedder})"
+            )
+
+
+def substring_bounds(start: int, end: int) -> tuple[int, int]:
+    """SQL ``substr``'s 1-based start and length for ``text[start:end]``, with offsets as stores keep
+    them: ``ValueError`` for a negative one (Python would count it from the end, SQLite's ``substr``
+    differently again, PostgreSQL's not at all), and an empty slice when ``end`` is before ``start``, as
+    Python has it (SQLite would return the characters before ``start``)."""
+    if start < 0 or end < 0:
+        raise ValueError(f"offsets are not negative: got [{start}, {end})")
+    return start + 1, max(end - start, 0)
+
+
 class Store(Protocol):
     """A knowledge-base store (see the module docstring). ``settings`` may be replaced after opening
     (a knowledge base applies the index settings of its recorded configuration)."""
@@ -229,5 +254,6 @@ class Store(Protocol):
         ...
 
     def document_text(self, doc_id: str, start: int, end: int) -> str:
-        """``document.text[start:end]``; ``KeyError`` if the document is absent."""
+        """``document.text[start:end]``; ``KeyError`` if the document is absent, ``ValueError`` for a
+        negative offset (:func:`substring_bounds`)."""
         ...

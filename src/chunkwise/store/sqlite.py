@@ -57,7 +57,9 @@ from chunkwise.store.protocol import (
     Status,
     StoredChunk,
     StoreSettings,
+    check_put_widths,
     check_recorded_embedder,
+    substring_bounds,
 )
 from chunkwise.store.schema import upgrade
 from chunkwise.store.sidecar import Keys, stamp_state
@@ -414,9 +416,21 @@ class SQLiteStore:
         Returns what was committed: ``added``, ``replaced``, or ``skipped`` when the same content,
         fingerprint and stored fields (:meth:`Document.stored_alike`) were stored meanwhile (by another
         writer). ``windows``: the passage windows' vectors,
-        each with the index of its chunk in ``chunks``."""
+        each with the index of its chunk in ``chunks``. Vectors of another size than the recorded
+        embedder's are refused before anything is written (:func:`.check_put_widths`)."""
         if not len(chunks) == len(headers) == vectors.shape[0]:
             raise ValueError("chunks, headers and vectors must have one entry each per chunk")
+        dim = self.meta("dim")
+        if dim is not None:
+            embedder = self.meta("embedder") or ""
+            check_put_widths(
+                self.location,
+                doc.id,
+                int(dim),
+                embedder,
+                vectors=vectors,
+                windows=windows[1] if windows is not None else None,
+            )
         with self._write() as db:
             stored = db.execute(
                 "SELECT content_hash, fingerprint FROM documents WHERE doc_id = ?", (doc.id,)
@@ -645,7 +659,10 @@ class SQLiteStore:
 
     def bm25(self, query: str, k: int) -> list[tuple[int, float]]:
         """The ``k`` best chunk keys by BM25 over header + text, with positive scores (higher is better):
-        FTS5 below ``bm25s_threshold`` chunks, the bm25s sidecar (:mod:`.lexical`) at or above it."""
+        FTS5 below ``bm25s_threshold`` chunks, the bm25s sidecar (:mod:`.lexical`) at or above it;
+        nothing for ``k`` of 0 or less."""
+        if k <= 0:  # nothing wanted (FTS5 reads LIMIT -1 as no limit, bm25s refuses it)
+            return []
         threshold = self.settings.bm25s_threshold
         if threshold is not None and len(self.dense_index()) >= threshold:
             return self.lexical_index().search(query, k)
@@ -811,10 +828,11 @@ class SQLiteStore:
         ]
 
     def document_text(self, doc_id: str, start: int, end: int) -> str:
-        """``document.text[start:end]`` (sliced in SQL: substr counts characters, 1-based)."""
-        rows = self._rows(
-            "SELECT substr(text, ?, ?) FROM documents WHERE doc_id = ?", (start + 1, end - start, doc_id)
-        )
+        """``document.text[start:end]`` (sliced in SQL: substr counts characters, 1-based; offsets as
+        :func:`~chunkwise.store.protocol.substring_bounds` takes them)."""
+        first, length = substring_bounds(start, end)
+        query = "SELECT substr(text, ?, ?) FROM documents WHERE doc_id = ?"
+        rows = self._rows(query, (first, length, doc_id))
         if not rows:
             raise KeyError(doc_id)
         return str(rows[0][0])

@@ -1,6 +1,6 @@
-"""The PostgreSQL store given what the ingest pipeline never hands it, on a real PostgreSQL: NUL
-characters, ids with quotes, percent signs, backslashes and any Unicode, vectors of another dimension;
-and a server that drops its connections."""
+"""The stores given what the ingest pipeline never hands them, on a real PostgreSQL and SQLite: NUL
+characters, ids with quotes, percent signs, backslashes and any Unicode, vectors of another dimension,
+negative offsets and ``k``; and a PostgreSQL server that drops its connections."""
 
 from __future__ import annotations
 
@@ -144,13 +144,43 @@ def test_vectors_of_another_dimension_are_typed_errors(pg_url):
         for call in (lambda v: store.dense(v, 3), lambda v: store.window_scores(v, [1, 2, 3])):
             with pytest.raises(ConfigError, match="the query vector has 5 dimensions, the stored vectors 8"):
                 call(unit_vectors(1, dim=5)[0])
-        wrong = put_parts(dataclasses.replace(DOC, id="other.md"))
-        with pytest.raises(ConfigError, match=r"other\.md: its vectors have 5 dimensions"):
-            store.put(**{**wrong, "vectors": unit_vectors(len(wrong["chunks"]), dim=5)})
-        with pytest.raises(ConfigError, match=r"other\.md: its passage windows' vectors have 5 dimensions"):
-            store.put(**wrong, windows=([0], unit_vectors(1, dim=5)))
-        assert store.counts() == {"documents": 1, "chunks": len(chunks), "vectors": len(chunks)}
-        assert store.check() == []
+        assert_wrong_widths_refused(store, len(chunks))
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_put_of_vectors_of_another_dimension_is_refused_before_any_write(kind, tmp_path, request):
+    """SQLite stored them, and every search after it failed on a store of vectors of two sizes
+    (``CorruptStoreError``); both stores now refuse the put, naming the document."""
+    with store_of(kind, tmp_path, request) as store:
+        chunks = put(store, DOC, windowed=True)
+        assert_wrong_widths_refused(store, len(chunks))
+        assert store.dense(unit_vectors(1)[0], 2)
+
+
+def assert_wrong_widths_refused(store: Store, stored_chunks: int) -> None:
+    """A put of 5-d vectors, or of 5-d windows' vectors, into ``store`` of 8-d ones is a
+    :class:`ConfigError` naming the document, and leaves the store as it was."""
+    wrong = put_parts(dataclasses.replace(DOC, id="other.md"))
+    with pytest.raises(ConfigError, match=r"other\.md: its vectors have 5 dimensions, the stored vectors 8"):
+        store.put(**{**wrong, "vectors": unit_vectors(len(wrong["chunks"]), dim=5)})
+    with pytest.raises(ConfigError, match=r"other\.md: its passage windows' vectors have 5 dimensions"):
+        store.put(**wrong, windows=([0], unit_vectors(1, dim=5)))
+    assert store.counts() == {"documents": 1, "chunks": stored_chunks, "vectors": stored_chunks}
+    assert store.check() == []
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_document_text_slices_as_python_or_refuses_a_negative_offset(kind, tmp_path, request):
+    """Each store sliced with its SQL ``substr``: a negative start gave ``'# '`` in PostgreSQL and
+    ``'s.'`` in SQLite (Python: ``''``), and an end before the start gave SQLite the characters before
+    the start. Offsets are never negative, so one is refused; an end before the start is empty."""
+    with store_of(kind, tmp_path, request) as store:
+        put(store, DOC)
+        assert store.document_text("guide.md", 5, 2) == DOC.text[5:2] == ""
+        assert store.document_text("guide.md", 2, 10**6) == DOC.text[2:]
+        for start, end in ((-3, 2), (0, -1)):
+            with pytest.raises(ValueError, match="offsets are not negative"):
+                store.document_text("guide.md", start, end)
 
 
 def terminate_clients(pg_server: PgServer) -> int:
@@ -185,8 +215,8 @@ def test_lost_connections_fail_one_call_with_a_typed_error(pg_url, pg_server):
 @pytest.mark.parametrize("threshold", [10**9, 1], ids=["exact", "approximate"])
 def test_k_of_zero_or_less_finds_nothing(threshold, pg_url, tmp_path):
     """A negative ``k`` reached SQL as a negative LIMIT, which PostgreSQL refuses with a raw error (dense
-    search on both paths, BM25 in SQL); ``k`` of 0 or less now finds nothing on every path, and the
-    SQLite store's dense search agrees."""
+    search on both paths, BM25 in SQL), and SQLite's FTS5 read ``LIMIT -1`` as no limit while its bm25s
+    index raised ``ValueError``; ``k`` of 0 or less now finds nothing on every path of both stores."""
     limits = StoreSettings(hnsw_threshold=threshold, bm25s_threshold=threshold)
     with SQLiteStore(tmp_path / "kb", limits) as lite, open_store(pg_url, limits) as server:
         for store in (lite, server):
@@ -194,5 +224,5 @@ def test_k_of_zero_or_less_finds_nothing(threshold, pg_url, tmp_path):
         query = unit_vectors(1)[0]
         for k in (-1, 0):
             assert lite.dense(query, k) == server.dense(query, k) == []
-            assert server.bm25("refunds pets", k) == []
+            assert lite.bm25("refunds pets", k) == server.bm25("refunds pets", k) == []
         assert len(server.bm25("refunds pets", 2)) == len(server.dense(query, 2)) == 2
