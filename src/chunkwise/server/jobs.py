@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from chunkwise.config import PipelineConfig
-from chunkwise.server.writer import WriterProcess
+from chunkwise.server.writer import WriterProcess, failed_end
 
 logger = logging.getLogger("chunkwise.server")
 
@@ -38,6 +38,8 @@ JobStatus = Literal["queued", "running", "done", "failed", "cancelled"]
 DEFAULT_RETRY_AFTER = 5
 #: The longest ``Retry-After`` the server asks for.
 MAX_RETRY_AFTER = 300
+#: What a client is told of a job that failed in the server rather than in the writer.
+INTERNAL_FAILURE = "the ingest job failed in the server (the server's log has it); send the files again"
 
 
 class QueueFullError(Exception):
@@ -160,19 +162,35 @@ class IngestQueue:
             del self._jobs[job_id]
 
     def _work(self) -> None:
+        """Hand each queued job to the writer. A job that fails here, outside the writer (the writer
+        cannot be restarted, a bug), ends ``failed`` and the next one is taken: the thread ending would
+        leave every later job queued for ever and the queue full."""
         while not self._stopping.is_set():
             job = self._queue.get()
             if job is None:
                 break
-            self._run(job)
+            try:
+                self._run(job)
+            except Exception:
+                logger.exception("ingest job %s failed", job.id)
+                if job.finished is None:
+                    self._end(job, failed_end(INTERNAL_FAILURE, ""))
 
     def _run(self, job: Job) -> None:
-        job.status, job.started = "running", time.time()
+        job.started = time.time()
+        job.status = "running"  # set last: a reader that sees it sees the start time
         end = self._writer.run(job.files, job.events.append)
         if end["traceback"]:
             logger.error("ingest job %s failed:\n%s", job.id, end["traceback"])
-        job.status, job.result, job.error = end["status"], end["result"], end["error"]
+        self._end(job, end)
+        self._durations.append((job.finished or 0.0) - job.started)
+        self.on_finish(job, end["accounting"])
+
+    @staticmethod
+    def _end(job: Job, end: dict[str, Any]) -> None:
+        """Record ``end`` (the writer's answer) on ``job``; its status last, so that a reader that sees
+        the job finished sees its result, error and end time too."""
+        job.result, job.error = end["result"], end["error"]
         job.finished = time.time()
         job.files = [(name, b"") for name, _ in job.files]  # the uploads are stored; free their memory
-        self._durations.append(job.finished - job.started)
-        self.on_finish(job, end["accounting"])
+        job.status = end["status"]

@@ -91,7 +91,7 @@ class WriterProcess:
         meanwhile is restarted for the next job, and this one ends ``failed``."""
         if self._process is None or not self._process.is_alive():
             if self._stopping.is_set():
-                return _failed("the server is stopping; send the files again", "")
+                return failed_end("the server is stopping; send the files again", "")
             self.start()
         assert self._conn is not None
         try:
@@ -108,7 +108,7 @@ class WriterProcess:
                 self._process.join(1)
                 code = self._process.exitcode
             self._process = None
-            return _failed(
+            return failed_end(
                 "the writer process died (the server's log has it)",
                 f"the writer process ended with exit code {code}",
             )
@@ -138,7 +138,7 @@ class WriterProcess:
             self._lifeline.close()
 
 
-def _failed(message: str, log: str) -> dict[str, Any]:
+def failed_end(message: str, log: str) -> dict[str, Any]:
     """The end of a job the writer could not run: failed, ``message`` for the client, ``log`` (if any)
     for the server's log."""
     return {
