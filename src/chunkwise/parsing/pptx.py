@@ -140,9 +140,9 @@ def _shapes(shapes: Any, where: str, source: str) -> Iterator[Any]:
     refused as corrupt: python-pptx would fail reading its id with an ``AttributeError``, the same as
     for a bug.
 
-    Groups are told by their element (``p:grpSp``): python-pptx's ``shape_type`` raises
-    ``NotImplementedError`` for a text shape that has neither a geometry nor the text-box flag, a shape
-    some generators write and that PowerPoint shows.
+    Groups are told by their element (``p:grpSp``): python-pptx's ``shape_type`` fails, as for a type it
+    does not know, on a text shape that has neither a geometry nor the text-box flag, a shape some
+    generators write and that PowerPoint shows.
     """
     for shape in shapes:
         if not shape.element.xpath("./*[1]/p:cNvPr"):
