@@ -23,6 +23,7 @@ from chunkwise.chunking import get_chunker
 from chunkwise.document import Document
 from chunkwise.errors import CorruptFileError
 from chunkwise.parsing import parse_bytes
+from tests.support.packages import edited_package
 
 REPO = Path(__file__).parent.parent
 FORMATS = REPO / "tests" / "data" / "formats"
@@ -120,15 +121,7 @@ def test_a_200k_character_run_chunks_in_tokens_without_rescanning_the_run(fuzz: 
 
 def _with_member(fixture: str, member: str, edit: Callable[[bytes], bytes]) -> bytes:
     """``fixture`` with ``member`` rewritten by ``edit``."""
-    out = io.BytesIO()
-    with (
-        zipfile.ZipFile(FORMATS / fixture) as original,
-        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as package,
-    ):
-        for info in original.infolist():
-            data = original.read(info)
-            package.writestr(info.filename, edit(data) if info.filename == member else data)
-    return out.getvalue()
+    return edited_package((FORMATS / fixture).read_bytes(), member, edit)
 
 
 def test_a_slide_list_naming_a_missing_relationship_is_corrupt() -> None:

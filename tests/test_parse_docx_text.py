@@ -8,12 +8,12 @@ blocks), then parses the file.
 from __future__ import annotations
 
 import io
-import zipfile
 from pathlib import Path
 
 import docx
 
 from chunkwise.parsing import parse_file
+from tests.support.packages import edited_package
 
 _REVISION = 'w:author="A" w:date="2024-01-01T00:00:00Z"'
 
@@ -25,12 +25,13 @@ def docx_with_body(tmp_path: Path, body: str) -> Path:
     buffer = io.BytesIO()
     made.save(buffer)
     path = tmp_path / "made.docx"
-    with zipfile.ZipFile(buffer) as original, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
-        for info in original.infolist():
-            data = original.read(info)
-            if info.filename == "word/document.xml":
-                data = data.decode("utf-8").replace("<w:body>", f"<w:body>{body}", 1).encode("utf-8")
-            out.writestr(info, data)
+    path.write_bytes(
+        edited_package(
+            buffer.getvalue(),
+            "word/document.xml",
+            lambda xml: xml.decode("utf-8").replace("<w:body>", f"<w:body>{body}", 1).encode("utf-8"),
+        )
+    )
     return path
 
 
@@ -90,13 +91,12 @@ def docx_with_replaced(tmp_path: Path, member: str, old: bytes, new: bytes) -> P
     buffer = io.BytesIO()
     made.save(buffer)
     path = tmp_path / "edited.docx"
-    with zipfile.ZipFile(buffer) as original, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
-        for info in original.infolist():
-            data = original.read(info)
-            if info.filename == member:
-                assert old in data
-                data = data.replace(old, new)
-            out.writestr(info, data)
+
+    def replaced(data: bytes) -> bytes:
+        assert old in data
+        return data.replace(old, new)
+
+    path.write_bytes(edited_package(buffer.getvalue(), member, replaced))
     return path
 
 

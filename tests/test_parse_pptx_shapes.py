@@ -4,7 +4,6 @@ python-pptx, edits one slide's XML as other generators or hostile files write it
 from __future__ import annotations
 
 import io
-import zipfile
 from pathlib import Path
 
 import pptx
@@ -14,6 +13,7 @@ from pptx.util import Inches
 from chunkwise.document import UnitKind
 from chunkwise.errors import CorruptFileError
 from chunkwise.parsing import parse_file
+from tests.support.packages import edited_package
 
 #: The text box of the deck below, as python-pptx writes it: its flag, geometry and paragraph.
 _TEXT_BOX_FLAG = '<p:cNvSpPr txBox="1"/>'
@@ -32,16 +32,15 @@ def deck_with_slide_edit(tmp_path: Path, edits: dict[str, str]) -> Path:
     buffer = io.BytesIO()
     deck.save(buffer)
     path = tmp_path / "edited.pptx"
-    with zipfile.ZipFile(buffer) as original, zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as out:
-        for info in original.infolist():
-            data = original.read(info)
-            if info.filename == "ppt/slides/slide1.xml":
-                xml = data.decode("utf-8")
-                for old, new in edits.items():
-                    assert xml.count(old) == 1
-                    xml = xml.replace(old, new)
-                data = xml.encode("utf-8")
-            out.writestr(info, data)
+
+    def edited(data: bytes) -> bytes:
+        xml = data.decode("utf-8")
+        for old, new in edits.items():
+            assert xml.count(old) == 1
+            xml = xml.replace(old, new)
+        return xml.encode("utf-8")
+
+    path.write_bytes(edited_package(buffer.getvalue(), "ppt/slides/slide1.xml", edited))
     return path
 
 
