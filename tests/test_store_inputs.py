@@ -13,7 +13,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkwise.document import Document
-from chunkwise.errors import ConfigError, NulCharacterError, StoreError, StoreUnavailableError
+from chunkwise.errors import (
+    ConfigError,
+    CorruptStoreError,
+    NulCharacterError,
+    StoreError,
+    StoreUnavailableError,
+)
 from chunkwise.parsing.text import text_document
 from chunkwise.store import StoreSettings, open_store
 from chunkwise.store.protocol import Store
@@ -226,3 +232,13 @@ def test_k_of_zero_or_less_finds_nothing(threshold, pg_url, tmp_path):
             assert lite.dense(query, k) == server.dense(query, k) == []
             assert lite.bm25("refunds pets", k) == server.bm25("refunds pets", k) == []
         assert len(server.bm25("refunds pets", 2)) == len(server.dense(query, 2)) == 2
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgres"])
+def test_a_schema_version_that_is_no_number_is_a_damaged_store(kind, tmp_path, request):
+    """``int()`` of the recorded version escaped as a raw ``ValueError`` on opening; it is damage, named."""
+    with store_of(kind, tmp_path, request) as store:
+        put(store, DOC)
+        store.set_meta("schema_version", "two")
+    with pytest.raises(CorruptStoreError, match="the recorded schema version 'two' is not a number"):
+        store_of(kind, tmp_path, request)

@@ -64,7 +64,7 @@ from chunkwise.store.protocol import (
     check_recorded_embedder,
     substring_bounds,
 )
-from chunkwise.store.schema import upgrade
+from chunkwise.store.schema import recorded_version, upgrade
 from chunkwise.terms import K1, B, index_terms, search_terms
 
 #: 2: ``stats.generation`` (bumped by every write) and ``stats.epoch`` (bumped by a repair); 3: the
@@ -384,7 +384,7 @@ class PostgresStore:
         if not found:
             return None
         row = conn.execute(f"SELECT value FROM {self._s}.meta WHERE key = 'schema_version'").fetchone()
-        return int(row[0]) if row else 0
+        return recorded_version(self.location, row[0] if row else None)
 
     def _setup(self, conn: Any, create: bool) -> None:
         """Check pgvector, create the tables if absent (under the setup lock), apply upgrades."""

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 
-from chunkwise.errors import SchemaVersionError
+from chunkwise.errors import CorruptStoreError, SchemaVersionError
 
 
 def upgrade(location: str, found: int, current: int, steps: Mapping[int, Callable[[], None]]) -> None:
@@ -25,3 +25,15 @@ def upgrade(location: str, found: int, current: int, steps: Mapping[int, Callabl
         if version not in steps:
             raise SchemaVersionError(location, f"store schema {version} cannot be upgraded to {current}")
         steps[version]()
+
+
+def recorded_version(location: str, value: str | None) -> int:
+    """The schema version a store recorded as ``value`` (0 when none is: the first schema recorded none);
+    :class:`CorruptStoreError` when it is not a whole number, which no chunkwise wrote."""
+    if value is None:
+        return 0
+    try:
+        return int(value)
+    except ValueError:
+        reason = f"the recorded schema version {value[:40]!r} is not a number"
+        raise CorruptStoreError(location, reason) from None

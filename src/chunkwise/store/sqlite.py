@@ -61,7 +61,7 @@ from chunkwise.store.protocol import (
     check_recorded_embedder,
     substring_bounds,
 )
-from chunkwise.store.schema import upgrade
+from chunkwise.store.schema import recorded_version, upgrade
 from chunkwise.store.sidecar import Keys, stamp_state
 from chunkwise.store.sqlite_files import check_usable, damage, shm_path, wal_frames, wal_path
 from chunkwise.store.sqlite_repair import check_database, salvage
@@ -169,11 +169,11 @@ class SQLiteStore:
         if not self._rows("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'meta'"):
             raise StoreError(self.location, f"{DB_NAME} is a SQLite database, but not a knowledge base")
         try:
-            version = int(self.meta("schema_version") or 0)
+            version = recorded_version(self.location, self.meta("schema_version"))
         except CorruptStoreError as exc:
             if not self._damaged_ok:
                 raise
-            self.damage.append(f"the schema version cannot be read ({exc.__cause__})")
+            self.damage.append(f"the schema version cannot be read ({exc.__cause__ or exc.reason})")
             return
         if version < SCHEMA_VERSION and (self.read_only or (self._damaged_ok and self.damage)):
             # upgrading writes (and reads every chunk): not on a read-only store, nor on a damaged one,
