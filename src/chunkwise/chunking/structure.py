@@ -28,7 +28,7 @@ from chunkwise.chunking.base import BaseChunker
 from chunkwise.chunking.boundaries import LINE_LEVELS, RECURSIVE_LEVELS, Level
 from chunkwise.chunking.enforce import ContextFn, Piece, SizeLimits, pack
 from chunkwise.chunking.measure import Measure
-from chunkwise.chunking.tables import table_header
+from chunkwise.chunking.tables import TableHeaders
 from chunkwise.chunking.trim import trim
 from chunkwise.document import ATOMIC_KINDS, Document, UnitKind
 
@@ -94,10 +94,10 @@ def _join_bare_headings(blocks: list[Block]) -> list[Block]:
 
 def table_header_context(doc: Document) -> ContextFn:
     """Context for chunks that start inside a table past its header: the header and delimiter rows."""
-    text = doc.text
+    headers = TableHeaders(doc.text)
 
     def context(start: int, end: int) -> str:
-        return table_header(text, start)
+        return headers.header(start)
 
     return context
 
