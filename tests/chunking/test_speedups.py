@@ -137,3 +137,32 @@ def test_chunkers_give_identical_chunks(name: str, text: str, max_size: int, fra
     doc = Document(id="d", text=text)
     native, python = both(lambda: chunker.chunk(doc))
     assert native == python
+
+
+@PROPERTY
+@given(
+    text=hostile_text,
+    budget=st.integers(2**62, 2**100),
+    overlap=st.integers(2**62, 2**100),
+    snap=st.booleans(),
+)
+def test_limits_past_c_integers_are_what_the_text_allows(
+    text: str, budget: int, overlap: int, snap: bool
+) -> None:
+    """A budget or an overlap larger than any text (``max_size=10**30``) is clamped, not an OverflowError
+    from the helper's C integers nor a wrapped sum."""
+    start = 1 if text[:1].isspace() else 0  # a first span starting past 0: pos + budget would wrap
+    native, python = both(lambda: pack(text, start, len(text), CharMeasure(text), budget, levels=()))
+    assert native == python
+    spans = pack(text, 0, len(text), CharMeasure(text), 7, levels=RECURSIVE_LEVELS)
+    layout = Spans([a for a, _ in spans], [b for _, b in spans], [0] * len(spans))
+    native_starts, python_starts = both(lambda: add_overlap(text, layout, CharMeasure(text), overlap, snap))
+    assert native_starts == python_starts
+
+
+@pytest.mark.parametrize("name", ["fixed", "recursive", "sentence", "structure"])
+def test_a_maximum_past_c_integers_chunks_with_overlap(name: str) -> None:
+    doc = Document(id="d", text="One sentence here. Another one\n\nand a paragraph.")
+    native, python = both(lambda: get_chunker(name, max_size=10**30, overlap=0.5).chunk(doc))
+    assert native == python
+    assert [(c.start, c.end) for c in native] == [(0, len(doc.text))]

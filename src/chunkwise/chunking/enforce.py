@@ -110,8 +110,10 @@ def _pack_into(
         return
     chars = isinstance(measure, CharMeasure)
     if chars and speedups.native is not None:
+        # A budget past the range cuts nothing more; clamped, it fits the helper's C integers.
+        reach = min(budget, end - pos)
         speedups.native.pack_chars(
-            text, pos, end, budget, _native_levels(levels, text, pos, end), starts, ends
+            text, pos, end, reach, _native_levels(levels, text, pos, end), starts, ends
         )
         return
     cutters = [level.bind(text, pos, end).last_cut for level in levels]
@@ -215,7 +217,9 @@ def add_overlap(text: str, spans: Spans, measure: Measure, overlap: int, snap_to
         return []
     chars = isinstance(measure, CharMeasure)
     if chars and speedups.native is not None:
-        out: list[int] = speedups.native.overlap_chars(text, starts, groups, overlap, snap_to_words)
+        # An overlap longer than the text reaches no further; clamped, it fits the helper's C integers.
+        reach = min(overlap, len(text))
+        out: list[int] = speedups.native.overlap_chars(text, starts, groups, reach, snap_to_words)
         return out
     backward = measure.backward
     out = [starts[0]]
