@@ -8,8 +8,9 @@ pysbd as the independent judge of boundary quality). The rules below cover what 
 * a sentence ends after ``.``, ``!``, ``?`` or ``…`` (runs like ``?!`` or ``...`` included), optionally
   followed by closing quotes or brackets, when whitespace follows;
 * it does not end after a known abbreviation (``Dr.``, ``e.g.``, ``Inc.``, ...), a single-letter initial
-  (``J. Smith``), a number opening a line (``3. Mix``), or at an ellipsis followed by a lower-case word
-  (``wait... what``); decimals and dotted names (``3.14``, ``U.S.``, ``example.com``) never split
+  (``J. Smith``), a number opening a line or following a sentence end or a colon (``3. Mix``,
+  ``Stir. 4. Bake``: list numbers), or at an ellipsis followed by a lower-case word (``wait... what``);
+  decimals and dotted names (``3.14``, ``U.S.``, ``example.com``) never split
   because no whitespace follows their dots;
 * Chinese and Japanese full stops (``。！？`` and half-width ``｡``) end a sentence with no space after them;
 * a blank line always ends a sentence (headings and paragraphs without final punctuation), and so does a
@@ -76,18 +77,33 @@ def _is_false_stop(text: str, match: re.Match[str]) -> bool:
         return False
     raw = window.rsplit(None, 1)[-1]
     word = raw.lstrip("\"'“‘([").lower()
-    if word.isdigit():  # "3." opening a line is a list number, not the end of a sentence
-        return _opens_line(text, match.start() - len(raw))
+    if word.isdigit():  # "3." opening a line or a sentence is a list number, not a sentence end
+        return _opens_item(text, match.start() - len(raw))
     return word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())
 
 
-def _opens_line(text: str, pos: int) -> bool:
-    """Whether only whitespace stands between the line start and ``pos`` (a walk back, not a search
-    from the text start: a text without line breaks would make that quadratic)."""
+#: Closing quotes and brackets that may stand between a sentence's final mark and what follows.
+_CLOSERS = "\"'”’»)]"
+#: What a list number run into a line follows: a sentence end, or the colon that introduces the list.
+_ITEM_LEADS = _STOP_MARKS + ":："
+
+
+def _opens_item(text: str, pos: int) -> bool:
+    """Whether only whitespace stands between ``pos`` and the line start, a sentence end (``. `` or
+    ``?" ``) or a colon before it: where a list number stands when a list was run into one line
+    (``Steps: 1. Open it. 2. Save it.``, as PDF extraction and chat transcripts give them). A walk back
+    over that whitespace, not a search from the text start: a text without line breaks would make that
+    quadratic."""
     i = pos - 1
     while i >= 0 and text[i] != "\n" and text[i].isspace():
         i -= 1
-    return i < 0 or text[i] == "\n"
+    if i < 0 or text[i] == "\n":
+        return True
+    if i == pos - 1:  # no whitespace before the number: not a word of its own
+        return False
+    while i >= 0 and text[i] in _CLOSERS:
+        i -= 1
+    return i >= 0 and text[i] in _ITEM_LEADS
 
 
 def _cut_at(text: str, match: re.Match[str]) -> int | None:
