@@ -48,6 +48,8 @@ from chunkwise.models.context import Models
 from chunkwise.models.protocols import Embedder, Vectors
 
 BREAKPOINTS = ("percentile", "gradient", "threshold")
+#: Rewards closer than this are equal (the embedder's float32 vectors are rounded to about 1e-7).
+TIE = 1e-6
 Floats = npt.NDArray[np.float64]
 METHODS = ("greedy", "cluster")
 
@@ -188,10 +190,14 @@ def cluster_segments(vectors: Vectors, fits: Sequence[int]) -> list[int]:
     ``fits[i]`` is the first piece index ``j`` such that pieces ``j..i`` fit in one chunk. The reward of a
     segment is the sum of the pairwise similarities of its pieces, centred on the mean similarity of all
     pairs in the document (so joining unrelated pieces costs); the segmentation maximises the total.
+    Where joining gains nothing (a tie, within :data:`TIE` of rounding), the pieces stay together:
+    with two pieces, or pieces all alike, every centred similarity is zero, and cutting on ties made
+    a two-piece document two chunks and a repeated phrase one chunk per piece.
     """
     n = len(vectors)
     if n <= 1:
         return [0] * n
+    vectors = np.asarray(vectors, dtype=np.float64)  # float32 sums drift past TIE on long documents
     total = vectors.sum(axis=0)
     pair_sum = (float(total @ total) - float((vectors * vectors).sum())) / 2.0
     mean = pair_sum / (n * (n - 1) / 2.0)
@@ -209,7 +215,7 @@ def cluster_segments(vectors: Vectors, fits: Sequence[int]) -> list[int]:
         for j in range(i, fits[i] - 1, -1):
             reward += 2.0 * row[i - j, j]
             value = best[j] + reward
-            if value > best_value:
+            if value >= best_value - TIE:  # longer segments come later: ties go to them
                 best_value, start_of[i] = value, j
         best[i + 1] = best_value
     starts: list[int] = []
