@@ -48,7 +48,7 @@ class ChunkerParams:
 
     ``max_size``: hard maximum chunk size in ``unit``, never exceeded. ``min_size``: chunks smaller than
     this are merged with a neighbour when the merge stays within the maximum. ``overlap``: how far each
-    chunk reaches back into the previous one, absolute units if ``>= 1``, else a fraction of
+    chunk reaches back into the previous one, a whole number of units if ``>= 1``, else a fraction of
     ``max_size``. ``unit``: ``chars`` or a token counter name (``tokens``/``minilm``, ``hf:<path>``,
     ``tiktoken:<encoding>``).
     """
@@ -72,6 +72,11 @@ class ChunkerParams:
         if not 0 <= self.min_size <= self.max_size:
             raise ConfigError(
                 f"min_size must be between 0 and max_size ({self.max_size}), got {self.min_size}"
+            )
+        if self.overlap > 1 and not float(self.overlap).is_integer():
+            raise ConfigError(
+                f"overlap of 1 or more counts units and must be a whole number (below 1 it is a fraction "
+                f"of max_size), got {self.overlap}"
             )
         if self.overlap < 0 or self.overlap_units >= self.max_size:
             raise ConfigError(
