@@ -36,8 +36,10 @@ ABBREVIATIONS: frozenset[str] = frozenset(
     """.split()  # noqa: SIM905 (a word list reads best as words)
 )
 
+#: Closing quotes and brackets that may stand between a sentence's final mark and what follows.
+_CLOSERS = "\"'”’»)]"
 # Latin-script sentence end: terminal punctuation (+ closers) followed by whitespace.
-_LATIN_END = re.compile(r"""[.!?…]+["'”’»)\]]*(?=\s)""")
+_LATIN_END = re.compile(f"[.!?…]+[{re.escape(_CLOSERS)}]*(?=\\s)")
 # CJK sentence end: no whitespace needed after it.
 _CJK_END = re.compile(r"[。！？｡]+[」』）”’〉》】]*")
 # Paragraph break, or a line break in front of a Markdown block marker.
@@ -47,7 +49,7 @@ _LATIN_MARKS = ".!?…"
 _CJK_MARKS = "。！？｡"
 _STOP_MARKS = _LATIN_MARKS + _CJK_MARKS
 _FINDERS = {mark: re.compile(re.escape(mark)) for mark in _STOP_MARKS}
-_REVERSED_STOP = re.compile(f"[ \\n][{_LATIN_MARKS}]|[{_CJK_MARKS}]")
+_REVERSED_STOP = re.compile(f"\\s[{re.escape(_CLOSERS)}]*[{_LATIN_MARKS}]|[{_CJK_MARKS}]")
 # Each starts with a literal newline after ``.*``, which the regex engine finds without backtracking
 # character by character; an alternation of the two would not be.
 # The cut is the newline just before ``match.end()`` (for a blank line, its second newline: the
@@ -82,8 +84,6 @@ def _is_false_stop(text: str, match: re.Match[str]) -> bool:
     return word in ABBREVIATIONS or (len(word) == 1 and word.isalpha())
 
 
-#: Closing quotes and brackets that may stand between a sentence's final mark and what follows.
-_CLOSERS = "\"'”’»)]"
 #: What a list number run into a line follows: a sentence end, or the colon that introduces the list.
 _ITEM_LEADS = _STOP_MARKS + ":："
 
@@ -142,8 +142,8 @@ def _last_stop(text: str, start: int, stop: int) -> int:
     """Index of the last stop mark in ``text[start:stop]`` that can end a sentence, or -1.
 
     The window is reversed and searched forwards, so the regular expression stops at the first hit
-    instead of backtracking over the whole window. Latin marks need a space or newline after them
-    (decimals and dotted names cost nothing); CJK marks stand alone.
+    instead of backtracking over the whole window. Latin marks need whitespace after them, past any
+    closing quotes or brackets (decimals and dotted names cost nothing); CJK marks stand alone.
     """
     window = text[start:stop][::-1]
     found = _REVERSED_STOP.search(window)
@@ -155,8 +155,9 @@ def last_sentence_end(text: str, start: int, limit: int) -> int | None:
 
     A backward search for windows (the recursive chunker's sentence level): the last stop mark comes
     from :func:`_last_stop` and is checked with the full rules; a false stop moves the search before
-    it. Paragraph and list breaks come from two backward matches anchored on a newline. A stop closed
-    by a quote or bracket is left to the forward scan of :func:`sentence_ends`.
+    it. Paragraph and list breaks come from two backward matches anchored on a newline. Within a line
+    it finds the ends :func:`sentence_ends` finds (a stop closed by a quote or bracket, whitespace
+    other than a space after it), so the recursive and sentence chunkers agree on what a sentence is.
     """
     best = None
     if text.rfind("\n", start, limit) >= 0:
