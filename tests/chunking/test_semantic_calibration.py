@@ -152,6 +152,24 @@ def test_scored_grouping_tiles_the_spans_under_the_budget(
             assert any(b == spans[gap][1] for _, b, _ in pieces)
 
 
+@settings(max_examples=200, deadline=None)
+@given(
+    st.lists(st.integers(2, 30), min_size=1, max_size=60),
+    st.lists(st.floats(0, 1, allow_nan=False), min_size=59, max_size=59),
+    st.integers(60, 300),
+)
+def test_a_cut_forced_by_the_size_leaves_the_chunk_a_quarter_full(
+    lengths: list[int], raw_scores: list[float], budget: int
+) -> None:
+    # Sentences of at most 30 characters, no requested break: every chunk but the last ends at a cut
+    # forced by the size, which may take the strongest gap only where the chunk is a quarter full.
+    text, spans = spans_of(lengths)
+    measure = measure_for(text, get_counter("chars"))
+    scores = np.asarray(raw_scores[: len(spans) - 1], dtype=np.float64)
+    pieces = group_scored(spans, [False] * (len(spans) - 1), scores, measure, budget)
+    assert all(budget / 4 <= measure.size(a, b) <= budget for a, b, _ in pieces[:-1])
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not STATE_OF_THE_UNION.is_file(), reason="needs the shared chroma corpus")
 def test_state_of_the_union_gets_chunks_near_the_size_target(embedder) -> None:  # type: ignore[no-untyped-def]
@@ -163,6 +181,7 @@ def test_state_of_the_union_gets_chunks_near_the_size_target(embedder) -> None: 
         ]
         assert np.mean(sizes) <= 0.7 * 500 + 1
         assert np.median(sizes) >= 0.5 * 500  # not one sentence per chunk, as θ = 0.8 gave
+        assert min(sizes) >= 100  # no chunk of a few words cut off by a forced cut
     threshold = get_chunker("semantic", embedder=embedder, breakpoint="threshold").chunk(doc)
     assert np.median([len(c.text) for c in threshold]) < 150
 

@@ -41,9 +41,9 @@ __all__ = [
 #: Raised whenever a change to the code makes a chunker cut the same input differently (2: a blank line
 #: after a Markdown heading is no longer a paragraph cut; 3: a list number after a sentence end, as in
 #: ``Stir. 4. Bake``, is no longer a sentence end, the recursive chunker cuts after a quoted sentence
-#: end, and the semantic cluster method no longer cuts where cutting gains nothing). Part of the ingest
-#: fingerprint, so stores and cached evaluation indexes built by an older revision are re-chunked
-#: rather than mixed with new chunks.
+#: end, the semantic chunker's forced cuts leave a chunk a quarter full, and its cluster method no
+#: longer cuts where cutting gains nothing). Part of the ingest fingerprint, so stores and cached
+#: evaluation indexes built by an older revision are re-chunked rather than mixed with new chunks.
 CHUNKING_REVISION = 3
 
 #: Chunker name -> ``"module:Class"``; modules are imported on first use.

@@ -7,8 +7,8 @@ breaks go where the scores are strongest, and the size maximum applies on top. W
   ``SemanticChunker`` default: break where the distance exceeds its ``percentile``-th percentile over the
   document. With ``percentile`` unset (the default), the percentile is **calibrated per document to the
   size target**: the fewest, strongest breaks whose chunks average at most ``target`` x ``max_size``.
-  Where the size limit forces a cut, it falls on the chunk's highest-scoring gap, not on the last
-  sentence that fits.
+  Where the size limit forces a cut, it falls on the chunk's highest-scoring gap (one that leaves the
+  chunk at least a quarter full), not on the last sentence that fits.
   A fixed percentile or threshold cannot do that: how many sentences make a topic depends on the
   document and the size limit, and how far apart sentence vectors lie depends on the embedder (with
   all-MiniLM-L6-v2, ChunkRAG's θ = 0.8 broke 631 times in a 643-sentence document).
@@ -165,8 +165,10 @@ def group_scored(
 ) -> list[Piece]:
     """Consecutive spans joined until a break; where the next span would pass ``budget``, the chunk ends
     at its highest-scoring gap rather than at the last span that fits, so a cut forced by the size limit
-    still falls on the clearest topic shift inside the chunk. ``scores[g]`` scores the gap between spans
-    ``g`` and ``g + 1``."""
+    still falls on the clearest topic shift inside the chunk. Only gaps that leave the chunk at least a
+    quarter of ``budget`` compete: a shift right after the first sentence made one-sentence chunks of a
+    few words, so many that the forced cuts alone met the size target and the calibration chose no
+    break at all. ``scores[g]`` scores the gap between spans ``g`` and ``g + 1``."""
     pieces: list[Piece] = []
     first = 0  # index of the current chunk's first span
     index = 1
@@ -175,7 +177,11 @@ def group_scored(
             pieces.append((spans[first][0], spans[index - 1][1], 0))
             first = index
         elif index > first and measure.size(spans[first][0], spans[index][1]) > budget:
-            gap = first + int(np.argmax(scores[first:index]))  # the chunk ends after span ``gap``
+            # The chunk ends after span ``gap``, the best gap that leaves it a quarter full.
+            low = first
+            while low < index - 1 and measure.size(spans[first][0], spans[low][1]) < budget / 4:
+                low += 1
+            gap = low + int(np.argmax(scores[low:index]))
             pieces.append((spans[first][0], spans[gap][1], 0))
             first = gap + 1
             continue  # the shorter chunk may still be too long with span ``index``
