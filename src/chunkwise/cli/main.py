@@ -2,14 +2,18 @@
 
 Each sub-command lives in its own module exposing ``register(app)``; this module wires them together and
 turns library errors into a one-line ``error: <file>: <reason>`` with exit status 2, never a traceback.
+Ctrl-C (SIGINT) is one ``error: interrupted`` line and exit status 130: what a command had finished is
+kept (an ingest stores each document in its own transaction, so the one in progress is not stored).
 Everything printed from a file name or a document goes through :mod:`chunkwise.cli.terminal`.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 import typer
+from typer.core import TyperGroup
 
 from chunkwise.cli.terminal import error_line
 from chunkwise.errors import ChunkwiseError
@@ -29,7 +33,26 @@ COMMAND_MODULES: tuple[str, ...] = (
     "chunkwise.cli.pg_cmd",
 )
 
+#: Exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
+INTERRUPTED_STATUS = 130
+
+
+class _Commands(TyperGroup):
+    """The command group, telling the user that Ctrl-C stopped the command.
+
+    Typer turns a :class:`KeyboardInterrupt` into exit status 130 without a word; catching it here, where
+    the command runs, adds the one line that says why the command stopped."""
+
+    def invoke(self, ctx: Any) -> Any:  # typer's own click Context, which it keeps private
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            error_line("interrupted")
+            raise typer.Exit(INTERRUPTED_STATUS) from None
+
+
 app = typer.Typer(
+    cls=_Commands,
     name="chunkwise",
     help="Documents into retrieval-ready chunks, and answers from them, with every step measurable.",
     no_args_is_help=True,

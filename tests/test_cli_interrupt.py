@@ -1,0 +1,67 @@
+"""Ctrl-C during ``chunkwise ingest``: one ``error: interrupted`` line, exit status 130, and a store that
+holds only whole documents (each one is stored in its own transaction)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.support.cli import run_chunkwise
+
+#: Copies of one document to ingest: far more than are stored before the interrupt is sent.
+COPIES = 400
+
+
+def _stored_documents(database: Path) -> int:
+    """How many documents the store has committed so far (0 before it exists)."""
+    if not database.exists():
+        return 0
+    try:
+        with sqlite3.connect(f"file:{database}?mode=ro", uri=True) as connection:
+            return int(connection.execute("SELECT count(*) FROM documents").fetchone()[0])
+    except sqlite3.OperationalError:  # the schema is still being created
+        return 0
+
+
+def test_ctrl_c_during_ingest_exits_130_with_one_line_and_keeps_whole_documents(data_dir, tmp_path):
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    for i in range(COPIES):
+        shutil.copy(data_dir / "formats" / "Boarding Process.docx", folder / f"copy {i:03d}.docx")
+    kb = tmp_path / "kb"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "chunkwise", "ingest", str(folder), "--kb", str(kb)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        while _stored_documents(kb / "kb.sqlite") == 0 and process.poll() is None:
+            time.sleep(0.05)
+        process.send_signal(signal.SIGINT)
+        out, err = process.communicate(timeout=120)
+    finally:
+        process.kill()
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+    assert err.strip().splitlines()[-1] == "error: interrupted"
+    assert out == ""
+    stored = _stored_documents(kb / "kb.sqlite")
+    assert 0 < stored < COPIES
+    with sqlite3.connect(f"file:{kb / 'kb.sqlite'}?mode=ro", uri=True) as connection:
+        bare = connection.execute(
+            "SELECT count(*) FROM documents d"
+            " WHERE NOT EXISTS (SELECT 1 FROM chunks c WHERE c.doc_id = d.doc_id)"
+        ).fetchone()[0]
+    assert bare == 0
+    check = run_chunkwise("kb", "check", "--kb", str(kb))
+    assert check.returncode == 0, check.stdout
+    assert check.stdout.startswith(f"ok: {stored} documents")
