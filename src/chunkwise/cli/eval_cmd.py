@@ -28,6 +28,7 @@ from chunkwise.errors import ConfigError
 from chunkwise.evaluation.datasets import load_dataset
 from chunkwise.evaluation.estimate import estimate_run
 from chunkwise.evaluation.html_report import render_html
+from chunkwise.evaluation.metrics import parse_metrics
 from chunkwise.evaluation.report import EvaluationReport
 from chunkwise.evaluation.runner import EvalProgress, evaluate
 from chunkwise.models.config import cache_root
@@ -95,6 +96,7 @@ def eval_command(
     check_output(html_out, "--html")
     dataset = load_dataset(data, limit=limit, seed=seed, distractors=distractors)
     configs = load_configs(config or [], preset)
+    parse_metrics(metric or [])  # a bad name fails a dry run too, not only the real run
     if dry_run:
         estimate = estimate_run(dataset, [pipeline for _, pipeline in configs])
         title = f"estimate: {len(configs)} configuration(s) on {len(dataset.queries)} queries"

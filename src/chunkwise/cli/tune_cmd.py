@@ -24,6 +24,7 @@ from chunkwise.cli.progress import time_left_progress
 from chunkwise.cli.terminal import markup_literal, plain
 from chunkwise.evaluation.datasets import load_dataset
 from chunkwise.evaluation.estimate import estimate_run
+from chunkwise.evaluation.metrics import parse_metric
 from chunkwise.evaluation.tuning import (
     TuningProgress,
     TuningResult,
@@ -88,6 +89,7 @@ def tune_command(
     if chunker is not None:
         base = replace(base, chunking=replace(base.chunking, name=chunker))
     axes = parse_grid(grid, base.chunking.name)
+    parse_metric(metric)  # a bad name fails a dry run too, not only the real run
     if dry_run:
         points = grid_points(axes, search=mode, trials=trials, seed=seed)
         configs = [apply_point(base, point) for point in points]
