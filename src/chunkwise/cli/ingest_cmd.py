@@ -107,7 +107,8 @@ def ingest_command(
                 f"added {len(report.added)}, replaced {len(report.replaced)}, skipped {len(report.skipped)}, "
                 f"failed {len(report.failed)}{pruned_count}; {report.chunks} chunks in "
                 f"{report.seconds:.1f} s ({report.embed_seconds:.1f} s embedding). "
-                f"Store: {counts['documents']} documents, {counts['chunks']} chunks."
+                f"Store: {counts['documents']} documents, {counts['chunks']} chunks.",
+                soft_wrap=True,  # one line whatever the width, for scripts that read it
             )
     if report.failed:
         raise typer.Exit(2)
