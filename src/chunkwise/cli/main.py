@@ -4,12 +4,17 @@ Each sub-command lives in its own module exposing ``register(app)``; this module
 turns library errors into a one-line ``error: <file>: <reason>`` with exit status 2, never a traceback.
 Ctrl-C (SIGINT) is one ``error: interrupted`` line and exit status 130: what a command had finished is
 kept (an ingest stores each document in its own transaction, so the one in progress is not stored).
+An operating-system error that reaches the command (stdout on a full disk, say) is one ``error:`` line
+and exit status 2 too; a closed pipe (``| head``) ends the command quietly.
 Everything printed from a file name or a document goes through :mod:`chunkwise.cli.terminal`.
 """
 
 from __future__ import annotations
 
+import errno
 import importlib
+import os
+import sys
 from typing import Any
 
 import typer
@@ -38,10 +43,11 @@ INTERRUPTED_STATUS = 130
 
 
 class _Commands(TyperGroup):
-    """The command group, telling the user that Ctrl-C stopped the command.
+    """The command group, telling the user why a command stopped: Ctrl-C or an operating-system error.
 
-    Typer turns a :class:`KeyboardInterrupt` into exit status 130 without a word; catching it here, where
-    the command runs, adds the one line that says why the command stopped."""
+    Typer turns a :class:`KeyboardInterrupt` into exit status 130 without a word, and an
+    :class:`OSError` other than a closed pipe into a traceback; catching them here, where the command
+    runs, makes each one ``error:`` line."""
 
     def invoke(self, ctx: Any) -> Any:  # typer's own click Context, which it keeps private
         try:
@@ -49,6 +55,20 @@ class _Commands(TyperGroup):
         except KeyboardInterrupt:
             error_line("interrupted")
             raise typer.Exit(INTERRUPTED_STATUS) from None
+        except OSError as exc:
+            if exc.errno == errno.EPIPE:  # the reader went away (``| head``): typer ends quietly
+                raise
+            _drop_pending_output()
+            reason = exc.strerror or str(exc)
+            error_line(f"{exc.filename}: {reason}" if exc.filename else reason)
+            raise typer.Exit(2) from None
+
+
+def _drop_pending_output() -> None:
+    """Point stdout at the null device, so that what could not be written (a full disk, a failing
+    device) is not tried again when the interpreter exits, which would print a traceback of its own."""
+    with open(os.devnull, "w", encoding="utf-8") as null:
+        os.dup2(null.fileno(), sys.stdout.fileno())
 
 
 app = typer.Typer(
