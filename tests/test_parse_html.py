@@ -123,6 +123,29 @@ def test_table_header_rows_come_first_and_nested_tables_stay_in_their_cell() -> 
     assert _rows(markup)[0][4] == "| a | b |\n|---|---|\n| 1 | in ner |"
 
 
+@pytest.mark.parametrize(
+    ("markup", "numbers"),
+    [
+        ('<ol start="5"><li>a</li><li>b</li></ol>', ["5.", "6."]),
+        ('<ol><li>a</li><li value="9">b</li><li>c</li></ol>', ["1.", "9.", "10."]),
+        ("<ol reversed><li>a</li><li>b<ol><li>x</li></ol></li><li>c</li></ol>", ["3.", "2.", "1.", "1."]),
+        ('<ol reversed start="10"><li>a</li><li>b</li></ol>', ["10.", "9."]),
+        ('<ol start=" 7th"><li>a</li></ol>', ["7."]),
+        ('<ol start="-2"><li>a</li><li>b</li></ol>', ["-2.", "-1."]),
+        ('<ol start="x"><li>a</li><li value="">b</li></ol>', ["1.", "2."]),
+        ('<ol start="\u00b2"><li>a</li></ol>', ["1."]),
+        ('<ol start="99999999999999999999"><li>a</li></ol>', ["999999999."]),
+        (f'<ol><li value="-{"9" * 5000}">a</li></ol>', ["-999999999."]),
+        ('<ul><li value="4">a</li></ul>', ["-"]),
+    ],
+)
+def test_list_numbers_follow_start_value_and_reversed(markup: str, numbers: list[str]) -> None:
+    """Numbers as a browser shows them; non-numbers are ignored and huge values clamped to nine digits
+    (a CommonMark list marker), so no value crashes the conversion or bloats the text."""
+    doc = parse_html(markup, "list.html")
+    assert [unit.text.split()[0] for unit in doc.units] == numbers
+
+
 def test_pandoc_code_blocks_keep_their_language() -> None:
     markup = '<div class="sourceCode"><pre class="sourceCode python"><code>x = 1\n</code></pre></div>'
     assert _rows(markup)[0][1:] == ("code", 0, None, "```python\nx = 1\n```")

@@ -37,11 +37,13 @@ class _Frame:
     """One open block. ``level``: heading level, or list depth for lists and items.
 
     ``number``: for a list the next ordered number (``None`` for bullets), for an item its own number.
+    ``step``: for an ordered list, what each item adds to the number (-1 for a reversed HTML list).
     """
 
     kind: _Kind
     level: int = 0
     number: int | None = None
+    step: int = 1
     pieces: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     emitted: bool = False
@@ -78,29 +80,35 @@ class BlockAssembler:
 
     # -- containers -----------------------------------------------------------------------------
 
-    def open_list(self, ordered: bool, start: int = 1) -> None:
-        """Start a bullet or ordered list (nested in the current item, if any)."""
+    def open_list(self, ordered: bool, start: int = 1, step: int = 1) -> None:
+        """Start a bullet or ordered list (nested in the current item, if any); an ordered list's items
+        are numbered from ``start``, each ``step`` after the one before."""
         self._flush_inline()
         depth = 0
         for frame in reversed(self._stack):
             if frame.kind is _Kind.QUOTE:
                 break
             depth += frame.kind is _Kind.LIST
-        self._stack.append(_Frame(_Kind.LIST, level=depth, number=start if ordered else None))
+        self._stack.append(_Frame(_Kind.LIST, level=depth, number=start if ordered else None, step=step))
 
     def close_list(self) -> None:
         """End the innermost list."""
         self._close(_Kind.LIST)
 
-    def open_item(self) -> None:
-        """Start a list item; outside any list it counts as a top-level bullet."""
+    def open_item(self, value: int | None = None) -> None:
+        """Start a list item; outside any list it counts as a top-level bullet.
+
+        ``value`` (an HTML ``<li value>``) renumbers an item of an ordered list and the items after it.
+        """
         top = self._stack[-1]
         depth, number = 0, None
         if top.kind is _Kind.LIST:
             self.builder.paragraph(top.take_text())
+            if top.number is not None and value is not None:
+                top.number = value
             depth, number = top.level, top.number
             if top.number is not None:
-                top.number += 1
+                top.number += top.step
         else:
             self._flush_inline()
         self._stack.append(_Frame(_Kind.ITEM, level=depth, number=number))

@@ -1,10 +1,11 @@
 """HTML: a Lexbor parse (selectolax) walked into units, page boilerplate filtered out.
 
-Kept: headings ``h1``-``h6``, paragraphs, ``ul``/``ol`` with nesting depth and numbers, tables (``th``/
-``td`` rows, header rows first), ``pre`` as code (language from ``language-*`` or Pandoc classes),
-``blockquote``, ``figcaption``/``caption`` as captions; text in ``div``/``span`` and other containers
-outside these becomes paragraphs. The walk emits the same events as the Markdown parser (see
-:mod:`.blocks`), so a page rendered from Markdown parses to the same units.
+Kept: headings ``h1``-``h6``, paragraphs, ``ul``/``ol`` with nesting depth and numbers (counted as a
+browser counts them: ``ol start``, ``li value`` and ``ol reversed`` honoured, values bounded by
+:func:`html_integer`), tables (``th``/``td`` rows, header rows first), ``pre`` as code (language from
+``language-*`` or Pandoc classes), ``blockquote``, ``figcaption``/``caption`` as captions; text in
+``div``/``span`` and other containers outside these becomes paragraphs. The walk emits the same events
+as the Markdown parser (see :mod:`.blocks`), so a page rendered from Markdown parses to the same units.
 
 Dropped, following W-RAC's cleaning (cookies, page navigation, login information):
 
@@ -296,11 +297,10 @@ class _Walker:
             self._table(node)
             return False
         if tag in ("ul", "ol", "menu"):
-            start = node.attributes.get("start") or "1"
-            blocks.open_list(ordered=tag == "ol", start=int(start) if start.strip().isdigit() else 1)
+            self._open_list(node, ordered=tag == "ol")
             return self._push(blocks.close_list)
         if tag == "li":
-            blocks.open_item()
+            blocks.open_item(value=html_integer(node.attributes.get("value")))
             return self._push(blocks.close_item)
         if tag == "blockquote":
             blocks.open_quote()
@@ -316,6 +316,15 @@ class _Walker:
                 return self._push(self._close_content_root)
             return self._push(blocks.block_break)
         return self._push(None)
+
+    def _open_list(self, node: LexborNode, ordered: bool) -> None:
+        """Open a list numbered as a browser numbers it: from ``start`` (default 1), counting down in a
+        ``reversed`` list, whose default start is its number of items."""
+        reversed_list = ordered and "reversed" in node.attributes
+        start = html_integer(node.attributes.get("start"))
+        if start is None:
+            start = sum(1 for child in node.iter() if child.tag == "li") if reversed_list else 1
+        self.blocks.open_list(ordered=ordered, start=start, step=-1 if reversed_list else 1)
 
     def _push(self, closer: Callable[[], None] | None) -> bool:
         self._closers.append(closer or _nothing)
@@ -357,6 +366,25 @@ class _Walker:
         walker._inline_only = 1
         walker.walk(node)
         return " ".join(unit.text for unit in cell.finish().build("cell").units)
+
+
+#: An HTML integer: leading whitespace, an optional sign, ASCII digits; anything after them is ignored.
+_HTML_INTEGER = re.compile(r"[\t\n\f\r ]*([+-]?)([0-9]+)")
+
+#: The largest list number kept: the nine digits a CommonMark ordered-list marker may have.
+MAX_LIST_NUMBER = 999_999_999
+
+
+def html_integer(value: str | None) -> int | None:
+    """An ``ol start`` or ``li value`` attribute parsed as browsers do (``" 7th"`` is 7), clamped to
+    +-:data:`MAX_LIST_NUMBER` so a hostile 10,000-digit value is neither converted nor rendered;
+    ``None`` when absent or not a number (the attribute is then ignored)."""
+    match = _HTML_INTEGER.match(value or "")
+    if match is None:
+        return None
+    sign, digits = match.groups()
+    number = min(int(digits.lstrip("0")[:10] or "0"), MAX_LIST_NUMBER)  # ten digits pass the bound
+    return -number if sign == "-" else number
 
 
 def _nothing() -> None:
