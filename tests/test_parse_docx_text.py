@@ -2,17 +2,21 @@
 
 Each test writes a real package with python-docx and puts the WordprocessingML that Word itself
 writes for the feature into its body (tracked moves, text boxes with their VML fallback, custom XML
-blocks), then parses the file.
+blocks, footnotes and endnotes), then parses the file.
 """
 
 from __future__ import annotations
 
 import io
+import zipfile
 from pathlib import Path
 
 import docx
+import pytest
 
+from chunkwise.errors import CorruptFileError, UnsafeContentError
 from chunkwise.parsing import parse_file
+from chunkwise.parsing.markdown import parse_markdown
 from tests.support.packages import edited_package
 
 _REVISION = 'w:author="A" w:date="2024-01-01T00:00:00Z"'
@@ -114,3 +118,101 @@ def test_a_styles_part_of_another_content_type_is_read_without_styles(tmp_path: 
     styles_type = b"application/vnd.openxmlformats-officedocument.wordprocessingml.styles+xml"
     path = docx_with_replaced(tmp_path, "[Content_Types].xml", styles_type, b"application/xml")
     assert parse_file(path).text == "Scope\n\nBody text."
+
+
+_NOTE_PARTS = {
+    "footnote": "http://schemas.openxmlformats.org/officeDocument/2006/relationships/footnotes",
+    "endnote": "http://schemas.openxmlformats.org/officeDocument/2006/relationships/endnotes",
+}
+_W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
+
+
+def note(kind: str, note_id: int, *paragraphs: str, note_type: str = "") -> str:
+    """A note as Word writes it: its own reference mark, then the text (one ``w:p`` per paragraph)."""
+    kind_type = f' w:type="{note_type}"' if note_type else ""
+    mark = f"<w:r><w:{kind}Ref/></w:r>"
+    body = "".join(
+        f"<w:p>{mark if i == 0 else ''}{run(' ' + text)}</w:p>" for i, text in enumerate(paragraphs)
+    )
+    return f'<w:{kind} w:id="{note_id}"{kind_type}>{body}</w:{kind}>'
+
+
+def docx_with_notes(tmp_path: Path, body: str, notes: dict[str, str], prolog: str = "") -> Path:
+    """A package whose body holds ``body`` and, for each kind in ``notes``, a ``word/<kind>s.xml`` part
+    holding that XML, related to the main part and typed as Word types it."""
+    path = docx_with_body(tmp_path, body)
+    members: dict[str, bytes] = {}
+    with zipfile.ZipFile(path) as package:
+        for name in package.namelist():
+            members[name] = package.read(name)
+    rels = members["word/_rels/document.xml.rels"].decode("utf-8")
+    types = members["[Content_Types].xml"].decode("utf-8")
+    for kind, xml in notes.items():
+        members[f"word/{kind}s.xml"] = f'{prolog}<w:{kind}s xmlns:w="{_W_NS}">{xml}</w:{kind}s>'.encode()
+        rels = rels.replace(
+            "</Relationships>",
+            f'<Relationship Id="rIdNotes{kind}" Type="{_NOTE_PARTS[kind]}" Target="{kind}s.xml"/>'
+            "</Relationships>",
+        )
+        content_type = f"application/vnd.openxmlformats-officedocument.wordprocessingml.{kind}s+xml"
+        types = types.replace(
+            "</Types>", f'<Override PartName="/word/{kind}s.xml" ContentType="{content_type}"/></Types>'
+        )
+    members["word/_rels/document.xml.rels"] = rels.encode("utf-8")
+    members["[Content_Types].xml"] = types.encode("utf-8")
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as package:
+        for name, data in members.items():
+            package.writestr(name, data)
+    return path
+
+
+def footnote_reference(note_id: int, kind: str = "footnote") -> str:
+    return f'<w:r><w:{kind}Reference w:id="{note_id}"/></w:r>'
+
+
+_SEPARATORS = (
+    '<w:footnote w:type="separator" w:id="-1"><w:p><w:r><w:separator/></w:r></w:p></w:footnote>'
+    '<w:footnote w:type="continuationNotice" w:id="0"><w:p>'
+    f"{run('Continued overleaf')}</w:p></w:footnote>"
+)
+
+
+def test_footnotes_and_endnotes_become_markdown_footnotes_in_reference_order(tmp_path: Path) -> None:
+    body = (
+        f"<w:p>{run('Fees apply')}{footnote_reference(7, 'endnote')}{run(' to bags')}{footnote_reference(2)}"
+        f"{run('.')}</w:p><w:p>{run('See again')}{footnote_reference(2)}"
+        f'<w:del w:id="9" {_REVISION}>{footnote_reference(3)}</w:del>{footnote_reference(0)}</w:p>'
+    )
+    footnotes = (
+        _SEPARATORS
+        + note("footnote", 2, "Per bag,", "each way.")
+        + note("footnote", 3, "Deleted with its reference.")
+        + note("footnote", 4, "Never referenced.")
+    )
+    endnotes = note("endnote", 7, "Since 2024.")
+    doc = parse_file(docx_with_notes(tmp_path, body, {"footnote": footnotes, "endnote": endnotes}))
+    assert doc.text == (
+        "Fees apply[^1] to bags[^2].\n\nSee again[^2]\n\n[^1]: Since 2024.\n\n[^2]: Per bag, each way."
+    )
+
+
+def test_a_docx_with_footnotes_parses_like_its_markdown_original(tmp_path: Path) -> None:
+    markdown = parse_markdown("Bags are weighed.[^1]\n\n[^1]: At the counter.\n", "original.md")
+    body = f"<w:p>{run('Bags are weighed.')}{footnote_reference(1)}</w:p>"
+    doc = parse_file(docx_with_notes(tmp_path, body, {"footnote": note("footnote", 1, "At the counter.")}))
+    assert [(u.kind, u.text) for u in doc.units] == [(u.kind, u.text) for u in markdown.units]
+
+
+def test_a_notes_part_declaring_entities_is_refused(tmp_path: Path) -> None:
+    prolog = '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa">]>'
+    body = f"<w:p>{run('Text')}{footnote_reference(1)}</w:p>"
+    path = docx_with_notes(tmp_path, body, {"footnote": note("footnote", 1, "&a;")}, prolog)
+    with pytest.raises(UnsafeContentError, match=r"footnotes\.xml"):
+        parse_file(path)
+
+
+def test_a_notes_part_that_is_not_xml_is_corrupt(tmp_path: Path) -> None:
+    body = f"<w:p>{run('Text')}{footnote_reference(1)}</w:p>"
+    path = docx_with_notes(tmp_path, body, {"footnote": "<w:footnote w:id='1'><w:p>"})
+    with pytest.raises(CorruptFileError, match="cannot read as DOCX"):
+        parse_file(path)

@@ -16,6 +16,19 @@ derived from the built-in ones are recognised:
   ``Caption`` captions;
 * tables become Markdown tables (one row per ``w:tr``, one cell per ``w:tc``, so merged cells are
   not repeated).
+
+Tracked changes are shown accepted (the document as revised): inserted text is read, deleted text
+(``w:del``) and the old place of moved text (``w:moveFrom``) are not.
+
+Footnotes and endnotes (``word/footnotes.xml``, ``word/endnotes.xml``) are content: each reference
+becomes a Markdown footnote reference ``[^n]`` where it stands, ``n`` counting the notes of both kinds
+in the order they are first referenced (as Pandoc numbers them when it reads a DOCX), and each note
+becomes a paragraph ``[^n]: text`` at the end of the document, in that order, its paragraphs joined
+with spaces. A Markdown original written with footnotes numbered in reading order and defined at the
+end therefore gives the same string. Separator entries (``w:type`` other than ``normal``) and notes that
+nothing references, which Word does not show, are left out. Comments, headers and footers are left out
+too: comments are annotations on the text, not part of it, and headers and footers repeat page
+boilerplate (running titles, page numbers) on every page.
 """
 
 from __future__ import annotations
@@ -35,14 +48,20 @@ _W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 _W = f"{{{_W_NS}}}"
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 #: Subtrees whose text is not part of what the document shows (see :func:`_paragraph_text`).
-_NOT_SHOWN = frozenset({f"{_W}moveFrom", f"{_MC}Fallback"})
+_NOT_SHOWN = frozenset({f"{_W}del", f"{_W}moveFrom", f"{_MC}Fallback"})
+#: Note reference elements and the part holding each kind of note, by relationship type.
+_NOTE_REFERENCES = frozenset({f"{_W}footnoteReference", f"{_W}endnoteReference"})
+_NOTE_PARTS = {
+    "http://schemas.openxmlformats.org/officeDocument/2006/relationships/footnotes": f"{_W}footnote",
+    "http://schemas.openxmlformats.org/officeDocument/2006/relationships/endnotes": f"{_W}endnote",
+}
 #: The values of an on/off attribute that mean "on".
 _ON = frozenset({"1", "true", "on"})
 #: Empty elements that each read as one space.
 _ONE_SPACE = frozenset({f"{_W}tab", f"{_W}br", f"{_W}cr"})
 #: The elements :func:`_paragraph_text` reads, for the package's text-volume check.
 _TEXT = TextMarkup(
-    re.compile("word/document.xml"),
+    re.compile(r"word/(?:document|footnotes|endnotes)\.xml"),
     f"{_W_NS} t",
     frozenset(f"{_W_NS} {name}" for name in ("tab", "br", "cr", "noBreakHyphen")),
 )
@@ -66,14 +85,16 @@ def parse(data: bytes, source: str, limits: ParseLimits) -> Document:
         import docx
 
         document = docx.Document(io.BytesIO(data))
+        notes = _Notes.from_document(document)
     except Exception as exc:  # python-docx reports malformed packages with many exception types
         raise unreadable(source, "docx", exc) from exc
     body = document.element.find(f"{_W}body")  # None when the main part is some other XML
     if body is None:
         raise CorruptFileError(source, "cannot read as DOCX: the main document part has no body")
     try:
-        walker = _BodyWalker(document)
+        walker = _BodyWalker(document, notes)
         walker.walk(body)
+        walker.add_notes()
     # A malformed number or enumeration value in the XML: numbering or outline level, style type.
     except ValueError as exc:
         raise unreadable(source, "docx", exc) from exc
@@ -145,6 +166,50 @@ def _level_format(lvl: Any) -> tuple[str, int]:
     )
 
 
+@dataclass
+class _Notes:
+    """The footnotes and endnotes of the package by (kind, id), numbered as they are first referenced."""
+
+    elements: dict[tuple[str, str], Any] = field(default_factory=dict)
+    #: The referenced notes' keys, the note numbered ``n`` at index ``n - 1``.
+    order: list[tuple[str, str]] = field(default_factory=list)
+    numbers: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    @classmethod
+    def from_document(cls, document: Any) -> _Notes:
+        """Read the notes parts the main part relates to; a part holding other XML adds no notes.
+
+        python-docx loads these parts as plain blobs; they are parsed with its own parser, which does
+        not resolve entities (and :func:`check_package` has already refused any part declaring them).
+        """
+        from docx.oxml.parser import parse_xml
+
+        notes = cls()
+        for rel in document.part.rels.values():
+            tag = _NOTE_PARTS.get(rel.reltype)
+            if tag is None or rel.is_external:
+                continue
+            part = rel.target_part
+            root = getattr(part, "element", None)
+            root = parse_xml(part.blob) if root is None else root
+            kind = tag.rsplit("}", 1)[1]
+            for note in root.iterchildren(tag):
+                if note.get(f"{_W}type", "normal") == "normal":
+                    notes.elements.setdefault((kind, note.get(f"{_W}id", "")), note)
+        return notes
+
+    def reference(self, element: Any) -> str:
+        """The Markdown reference ``[^n]`` for a ``w:footnoteReference``/``w:endnoteReference``; empty
+        when it names no note of the package (Word shows nothing there either)."""
+        key = (element.tag.rsplit("}", 1)[1].removesuffix("Reference"), element.get(f"{_W}id", ""))
+        if key not in self.elements:
+            return ""
+        if key not in self.numbers:
+            self.order.append(key)
+            self.numbers[key] = len(self.order)
+        return f"[^{self.numbers[key]}]"
+
+
 @dataclass(frozen=True)
 class _Style:
     """What the parser needs of a paragraph style: lower-cased names and ``w:pPr`` along its chain."""
@@ -193,18 +258,19 @@ def _style_index(document: Any) -> tuple[dict[str, _Style], _Style]:
 class _BodyWalker:
     """Walks ``w:body`` in document order and feeds a :class:`DocumentBuilder`."""
 
-    def __init__(self, document: Any) -> None:
+    def __init__(self, document: Any, notes: _Notes) -> None:
         self.builder = DocumentBuilder()
         self._numbering = _Numbering.from_document(document)
         self._styles, self._default_style = _style_index(document)
+        self._notes = notes
 
     def walk(self, container: Any) -> None:
         """Add every paragraph and table under ``container`` (a body, a content control, custom XML)."""
         for child in container.iterchildren():
             if child.tag == f"{_W}p":
-                self._paragraph(child)
+                self._paragraph(child, _paragraph_text(child, self._notes))
             elif child.tag == f"{_W}tbl":
-                self.builder.table(_table_rows(child))
+                self.builder.table(_table_rows(child, self._notes))
             elif child.tag == f"{_W}sdt":
                 content = child.find(f"{_W}sdtContent")
                 if content is not None:
@@ -212,8 +278,15 @@ class _BodyWalker:
             elif child.tag == f"{_W}customXml":
                 self.walk(child)
 
-    def _paragraph(self, p: Any) -> None:
-        text = _paragraph_text(p)
+    def add_notes(self) -> None:
+        """Add the referenced notes as ``[^n]: text`` paragraphs in number order. A note that references
+        another one numbers it while this runs: iterating the growing list reaches it too."""
+        for number, key in enumerate(self._notes.order, start=1):
+            text = _paragraph_text(self._notes.elements[key], self._notes).strip()
+            if text:
+                self.builder.paragraph(f"[^{number}]: {text}")
+
+    def _paragraph(self, p: Any, text: str) -> None:
         if not text.strip():
             return
         ppr = p.find(f"{_W}pPr")
@@ -280,12 +353,13 @@ def _numbering_properties(candidates: tuple[Any, ...]) -> tuple[str, int] | None
     return None
 
 
-def _paragraph_text(element: Any) -> str:
-    """The visible text under ``element`` (a ``w:p`` or a ``w:tc``): runs, hyperlinks, field results,
-    tabs and breaks, the paragraphs of text boxes and nested tables separated by spaces.
+def _paragraph_text(element: Any, notes: _Notes) -> str:
+    """The visible text under ``element`` (a ``w:p``, a ``w:tc`` or a note): runs, hyperlinks, field
+    results, tabs and breaks, note references as ``[^n]`` (numbered by ``notes``), the paragraphs of
+    text boxes and nested tables separated by spaces.
 
-    Left out: deleted text (``w:delText``, which is not read), the old place of moved text
-    (``w:moveFrom``: the text also stands at its ``w:moveTo``) and the ``mc:Fallback`` of alternate
+    Left out: deleted text (``w:del``, whose ``w:delText`` is not read anyway), the old place of moved
+    text (``w:moveFrom``: the text also stands at its ``w:moveTo``) and the ``mc:Fallback`` of alternate
     content (Word stores a text box twice, once for current readers and once as VML for old ones).
     The walk is iterative, so no nesting depth can exhaust the stack.
     """
@@ -300,15 +374,17 @@ def _paragraph_text(element: Any) -> str:
             parts.append(node.text or "")
         elif tag == f"{_W}noBreakHyphen":
             parts.append("-")
+        elif tag in _NOTE_REFERENCES:
+            parts.append(notes.reference(node))
         elif tag in _ONE_SPACE or (tag == f"{_W}p" and node is not element):
             parts.append(" ")
         stack.extend(reversed(node))
     return "".join(parts)
 
 
-def _table_rows(tbl: Any) -> list[list[str]]:
+def _table_rows(tbl: Any, notes: _Notes) -> list[list[str]]:
     """Cell texts row by row; a cell's paragraphs (nested tables included) are joined with spaces."""
     rows: list[list[str]] = []
     for tr in tbl.iterchildren(f"{_W}tr"):
-        rows.append([_paragraph_text(tc) for tc in tr.iterchildren(f"{_W}tc")])
+        rows.append([_paragraph_text(tc, notes) for tc in tr.iterchildren(f"{_W}tc")])
     return rows
