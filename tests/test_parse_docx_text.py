@@ -120,6 +120,22 @@ def test_a_styles_part_of_another_content_type_is_read_without_styles(tmp_path: 
     assert parse_file(path).text == "Scope\n\nBody text."
 
 
+def test_a_deleted_paragraph_mark_joins_the_paragraph_to_the_next(tmp_path: Path) -> None:
+    """Accepted, a deleted mark runs the paragraph on into the next one, which keeps its own style;
+    with no paragraph to join (a table follows) the text stands alone."""
+    deleted = f'<w:pPr><w:rPr><w:del w:id="5" {_REVISION}/></w:rPr></w:pPr>'
+    moved = f'<w:pPr><w:rPr><w:moveFrom w:id="6" {_REVISION}/></w:rPr></w:pPr>'
+    heading = '<w:pPr><w:pStyle w:val="Heading1"/></w:pPr>'
+    table = f"<w:tbl><w:tr><w:tc><w:p>{run('cell')}</w:p></w:tc></w:tr></w:tbl>"
+    body = (
+        f"<w:p>{deleted}{run('Joined ')}</w:p><w:p>{moved}{run('on ')}</w:p>"
+        f"<w:p>{heading}{run('title')}</w:p>"
+        f"<w:p>{run('Kept apart.')}</w:p><w:p>{deleted}{run('Before a table.')}</w:p>{table}"
+    )
+    doc = parse_file(docx_with_body(tmp_path, body))
+    assert doc.text == "# Joined on title\n\nKept apart.\n\nBefore a table.\n\n| cell |\n|---|"
+
+
 _NOTE_PARTS = {
     "footnote": "http://schemas.openxmlformats.org/officeDocument/2006/relationships/footnotes",
     "endnote": "http://schemas.openxmlformats.org/officeDocument/2006/relationships/endnotes",

@@ -18,7 +18,10 @@ derived from the built-in ones are recognised:
   not repeated).
 
 Tracked changes are shown accepted (the document as revised): inserted text is read, deleted text
-(``w:del``) and the old place of moved text (``w:moveFrom``) are not.
+(``w:del``) and the old place of moved text (``w:moveFrom``) are not, and a paragraph whose mark is
+deleted (``w:pPr/w:rPr/w:del`` or ``w:moveFrom``) runs on into the next paragraph, as Word shows it
+once the change is accepted: its text is joined to the next paragraph's without a space, and the
+joined paragraph takes the next one's style, whose mark survives.
 
 Footnotes and endnotes (``word/footnotes.xml``, ``word/endnotes.xml``) are content: each reference
 becomes a Markdown footnote reference ``[^n]`` where it stands, ``n`` counting the notes of both kinds
@@ -49,6 +52,8 @@ _W = f"{{{_W_NS}}}"
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 #: Subtrees whose text is not part of what the document shows (see :func:`_paragraph_text`).
 _NOT_SHOWN = frozenset({f"{_W}del", f"{_W}moveFrom", f"{_MC}Fallback"})
+#: The marks on a paragraph's ``w:rPr`` that delete its paragraph mark (see :meth:`_BodyWalker.walk`).
+_MARK_REMOVED = (f"{_W}pPr/{_W}rPr/{_W}del", f"{_W}pPr/{_W}rPr/{_W}moveFrom")
 #: Note reference elements and the part holding each kind of note, by relationship type.
 _NOTE_REFERENCES = frozenset({f"{_W}footnoteReference", f"{_W}endnoteReference"})
 _NOTE_PARTS = {
@@ -265,11 +270,25 @@ class _BodyWalker:
         self._notes = notes
 
     def walk(self, container: Any) -> None:
-        """Add every paragraph and table under ``container`` (a body, a content control, custom XML)."""
+        """Add every paragraph and table under ``container`` (a body, a content control, custom XML).
+
+        The text of a paragraph whose mark is deleted is carried into the next paragraph of the same
+        container; with none left to join (a table follows, or the container ends) it stands alone.
+        """
+        carried = ""
         for child in container.iterchildren():
             if child.tag == f"{_W}p":
-                self._paragraph(child, _paragraph_text(child, self._notes))
-            elif child.tag == f"{_W}tbl":
+                text = carried + _paragraph_text(child, self._notes)
+                if any(child.find(path) is not None for path in _MARK_REMOVED):
+                    carried = text
+                    continue
+                self._paragraph(child, text)
+                carried = ""
+                continue
+            if carried:
+                self.builder.paragraph(carried)
+                carried = ""
+            if child.tag == f"{_W}tbl":
                 self.builder.table(_table_rows(child, self._notes))
             elif child.tag == f"{_W}sdt":
                 content = child.find(f"{_W}sdtContent")
@@ -277,6 +296,8 @@ class _BodyWalker:
                     self.walk(content)
             elif child.tag == f"{_W}customXml":
                 self.walk(child)
+        if carried:
+            self.builder.paragraph(carried)
 
     def add_notes(self) -> None:
         """Add the referenced notes as ``[^n]: text`` paragraphs in number order. A note that references
