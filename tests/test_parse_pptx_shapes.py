@@ -67,3 +67,47 @@ def test_a_shape_without_its_non_visual_properties_is_corrupt(tmp_path: Path) ->
     with pytest.raises(CorruptFileError) as info:
         parse_file(path)
     assert info.value.reason == "cannot read as PPTX: a shape of slide 1 has no non-visual properties"
+
+
+_MC_NS = "http://schemas.openxmlformats.org/markup-compatibility/2006"
+_P14 = 'xmlns:p14="http://schemas.microsoft.com/office/powerpoint/2010/main"'
+_CX1 = 'xmlns:cx1="http://schemas.microsoft.com/office/drawing/2015/9/8/chartex"'
+
+
+def text_shape(shape_id: int, text: str) -> str:
+    return (
+        f'<p:sp><p:nvSpPr><p:cNvPr id="{shape_id}" name="Text {shape_id}"/><p:cNvSpPr txBox="1"/><p:nvPr/>'
+        f"</p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:p><a:r><a:t>{text}</a:t></a:r></a:p></p:txBody></p:sp>"
+    )
+
+
+def alternate(requires: str, declared: str = "") -> str:
+    """Alternate content as PowerPoint writes it: a Choice requiring ``requires``, then a Fallback."""
+    return (
+        f'<mc:AlternateContent xmlns:mc="{_MC_NS}" {declared}><mc:Choice Requires="{requires}">'
+        f"{text_shape(10, 'Drawn the new way')}</mc:Choice>"
+        f"<mc:Fallback>{text_shape(11, 'Drawn the old way')}</mc:Fallback></mc:AlternateContent>"
+    )
+
+
+@pytest.mark.parametrize(
+    ("content", "read"),
+    [
+        (alternate("p14", _P14), "Drawn the new way"),
+        (alternate("cx1", _CX1), "Drawn the old way"),
+        (alternate("p14 zz", _P14), "Drawn the old way"),
+        (alternate("undeclared"), "Drawn the old way"),
+        (
+            '<p:grpSp><p:nvGrpSpPr><p:cNvPr id="20" name="Group"/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr>'
+            f"<p:grpSpPr/>{alternate('p14', _P14)}</p:grpSp>",
+            "Drawn the new way",
+        ),
+    ],
+)
+def test_alternate_content_is_read_once_from_the_understood_branch(
+    tmp_path: Path, content: str, read: str
+) -> None:
+    """python-pptx skips ``mc:AlternateContent``, losing its shapes' text; the parser reads the Choice
+    it understands, else the Fallback, never both."""
+    path = deck_with_slide_edit(tmp_path, {"</p:spTree>": f"{content}</p:spTree>"})
+    assert parse_file(path).text == f"# Plan\n\nPack light\n\n{read}"

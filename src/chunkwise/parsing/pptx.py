@@ -16,6 +16,10 @@ Mapping, decided from the decks of ``data/formats/`` (rendered from Markdown ori
   ``buNone`` is a list item; in other shapes only paragraphs with an explicit ``buChar``/``buAutoNum``
   are. The depth is the paragraph level; ``buAutoNum`` items are numbered (``startAt`` honoured).
 * Other paragraphs become paragraphs; tables become Markdown tables; group shapes are descended into.
+* Alternate content (``mc:AlternateContent``, which python-pptx skips) is read once: the first
+  ``mc:Choice`` whose required namespaces are all understood (see :data:`UNDERSTOOD_NAMESPACES`),
+  else the ``mc:Fallback``, as the Markup Compatibility rules have a reader choose; never both, since
+  the branches hold the same content drawn two ways.
 * Speaker notes are left out by default (they are for the presenter, not the audience); pass
   ``include_notes=True`` to :func:`parse_presentation` to add them as paragraphs after each slide.
 
@@ -39,6 +43,22 @@ from chunkwise.parsing.ooxml import TextMarkup, check_package, unreadable
 _A_NS = "http://schemas.openxmlformats.org/drawingml/2006/main"
 _A = f"{{{_A_NS}}}"
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
+_MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
+#: The elements of a shape tree that are shapes (python-pptx's list).
+_SHAPE_TAGS = frozenset(
+    f"{_P}{name}" for name in ("sp", "grpSp", "graphicFrame", "cxnSp", "pic", "contentPart")
+)
+#: Namespaces an ``mc:Choice`` may require and still be read: PowerPoint 2010 and 2013 extensions
+#: (``p14``, ``p15``) and DrawingML 2010 ones (``a14``). They add properties to the shapes this parser
+#: reads (``p:sp`` with ``a:t`` runs), so the Choice's text is all found; a Choice requiring anything
+#: else (a 2016 chart, ink) gives way to the Fallback, drawn with the shapes of the base schema.
+UNDERSTOOD_NAMESPACES = frozenset(
+    {
+        "http://schemas.microsoft.com/office/powerpoint/2010/main",
+        "http://schemas.microsoft.com/office/powerpoint/2012/main",
+        "http://schemas.microsoft.com/office/drawing/2010/main",
+    }
+)
 #: Text runs and line breaks (python-pptx reads a break as a vertical tab) of the slides, and of the
 #: notes when they are read, for the text-volume check.
 _TEXT = TextMarkup(re.compile(r"ppt/slides/slide\d+\.xml"), f"{_A_NS} t", frozenset({f"{_A_NS} br"}))
@@ -99,7 +119,7 @@ def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool
         else:
             sub_level = 2 if deck_title else 1
         title_id = title_shape.shape_id if title_shape is not None else None
-        for shape in _shapes(slide.shapes, f"slide {number}", source):
+        for shape in _shapes(slide.shapes.element, slide.shapes, f"slide {number}", source):
             if shape.shape_id == title_id:
                 continue
             if getattr(shape, "has_table", False):
@@ -133,8 +153,9 @@ def _title_shape(slide: Any) -> Any:
     return None
 
 
-def _shapes(shapes: Any, where: str, source: str) -> Iterator[Any]:
-    """Every shape in tree order, group shapes flattened.
+def _shapes(container: Any, shapes: Any, where: str, source: str, in_group: bool = False) -> Iterator[Any]:
+    """Every shape under ``container`` (a shape tree or a group) in tree order, group shapes flattened
+    and alternate content resolved (:func:`_chosen_content`), as python-pptx shapes of ``shapes``.
 
     A shape whose first child is not its non-visual properties (with ``p:cNvPr``, the shape's id) is
     refused as corrupt: python-pptx would fail reading its id with an ``AttributeError``, the same as
@@ -144,15 +165,34 @@ def _shapes(shapes: Any, where: str, source: str) -> Iterator[Any]:
     does not know, on a text shape that has neither a geometry nor the text-box flag, a shape some
     generators write and that PowerPoint shows.
     """
-    for shape in shapes:
-        if not shape.element.xpath("./*[1]/p:cNvPr"):
+    from pptx.shapes.shapetree import BaseShapeFactory, SlideShapeFactory
+
+    for element in container.iterchildren():
+        if element.tag == f"{_MC}AlternateContent":
+            chosen = _chosen_content(element)
+            if chosen is not None:
+                yield from _shapes(chosen, shapes, where, source, in_group)
+            continue
+        if element.tag not in _SHAPE_TAGS:
+            continue
+        if not element.xpath("./*[1]/p:cNvPr"):
             raise CorruptFileError(
                 source, f"cannot read as PPTX: a shape of {where} has no non-visual properties"
             )
-        if shape.element.tag == f"{_P}grpSp":
-            yield from _shapes(shape.shapes, where, source)
-        else:
-            yield shape
+        if element.tag == f"{_P}grpSp":
+            yield from _shapes(element, shapes, where, source, in_group=True)
+        else:  # python-pptx's own choice: a slide's placeholders are placeholders, a group's are shapes
+            yield (BaseShapeFactory if in_group else SlideShapeFactory)(element, shapes)
+
+
+def _chosen_content(alternate: Any) -> Any:
+    """The branch of an ``mc:AlternateContent`` to read: the first ``mc:Choice`` whose ``Requires``
+    prefixes all name :data:`UNDERSTOOD_NAMESPACES`, else the ``mc:Fallback``, else ``None``."""
+    for choice in alternate.iterchildren(f"{_MC}Choice"):
+        prefixes = choice.get("Requires", "").split()
+        if prefixes and all(choice.nsmap.get(prefix) in UNDERSTOOD_NAMESPACES for prefix in prefixes):
+            return choice
+    return alternate.find(f"{_MC}Fallback")
 
 
 def _text_frame(builder: DocumentBuilder, shape: Any, sub_level: int, page: int) -> None:
