@@ -25,13 +25,13 @@ joined paragraph takes the next one's style, whose mark survives.
 
 Footnotes and endnotes (``word/footnotes.xml``, ``word/endnotes.xml``) are content: each reference
 becomes a Markdown footnote reference ``[^n]`` where it stands, ``n`` counting the notes of both kinds
-in the order they are first referenced (as Pandoc numbers them when it reads a DOCX), and each note
-becomes a paragraph ``[^n]: text`` at the end of the document, in that order, its paragraphs joined
-with spaces. A Markdown original written with footnotes numbered in reading order and defined at the
-end therefore gives the same string. Separator entries (``w:type`` other than ``normal``) and notes that
-nothing references, which Word does not show, are left out. Comments, headers and footers are left out
-too: comments are annotations on the text, not part of it, and headers and footers repeat page
-boilerplate (running titles, page numbers) on every page.
+in the order they are first referenced (as Pandoc writes a DOCX's notes in Markdown), and each note
+becomes a paragraph ``[^n]: text`` at the end of the document, in that order, its paragraphs joined with
+spaces. The Markdown parser keeps ``[^n]`` and ``[^n]: text`` as written, so a Markdown original with
+footnotes numbered in reading order and defined at the end gives the same units. Separator entries
+(``w:type`` other than ``normal``) and notes that nothing references, which Word does not show, are left
+out. Comments, headers and footers are left out too: comments are annotations on the text, not part of
+it, and headers and footers repeat page boilerplate (running titles, page numbers) on every page.
 """
 
 from __future__ import annotations
