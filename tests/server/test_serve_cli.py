@@ -55,7 +55,12 @@ def test_a_store_that_cannot_be_served_and_out_of_range_options_are_one_line(tmp
         2,
         [f"error: {not_a_directory}: not a directory"],
     )
-    for option, value in (("--port", "99999"), ("--max-upload-mb", "inf"), ("--timeout", "nan")):
+    for option, value in (
+        ("--port", "99999"),
+        ("--max-upload-mb", "inf"),
+        ("--timeout", "nan"),
+        ("--body-timeout", "0"),
+    ):
         refused = run_chunkwise("serve", "--kb", str(tmp_path / "kb"), option, value)
         assert refused.returncode == 2, (option, refused.stderr)
         assert option in refused.stderr

@@ -43,6 +43,15 @@ def serve_command(
         float,
         typer.Option("--timeout", help="Seconds a request may take before a 504.", min=0.001, max=86400),
     ] = 120,
+    body_timeout: Annotated[
+        float,
+        typer.Option(
+            "--body-timeout",
+            help="Seconds to wait for the next part of a request body before a 408.",
+            min=0.001,
+            max=86400,
+        ),
+    ] = 30,
     queue: Annotated[int, typer.Option("--queue", help="Ingest jobs that may wait.", min=1)] = 8,
     readers: Annotated[int, typer.Option("--readers", help="Requests computed at once.", min=1)] = 4,
 ) -> None:
@@ -58,6 +67,7 @@ def serve_command(
         api_key=key,
         max_upload_bytes=int(max_upload_mb * 2**20),
         request_timeout=timeout,
+        body_timeout=body_timeout,
         queue_size=queue,
         readers=readers,
     )

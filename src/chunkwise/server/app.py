@@ -175,6 +175,7 @@ def create_app(
     _routes(app, service)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes)
+    app.add_middleware(BodyTimeout, seconds=settings.body_timeout)
     app.add_middleware(BearerKey, key=settings.api_key)
     app.add_middleware(RequestMetrics, metrics=lambda: holder["service"].metrics if holder else None)
     return app
@@ -510,6 +511,61 @@ class _TooLargeError(HTTPException):
 
     def __init__(self, message: str) -> None:
         super().__init__(413, message, CLOSE)
+
+
+class BodyTimeout:
+    """Answer 408 and close the connection when the next part of a request body has not arrived within
+    ``seconds`` (a body shorter than its ``Content-Length`` would otherwise hold the connection for ever:
+    the HTTP server waits for the rest without a limit). Each part has its own ``seconds``, so a slow
+    upload that keeps arriving is never cut; once the body is whole, ``receive`` is passed through as it
+    is (it then waits for the client to disconnect, which may take as long as the response)."""
+
+    def __init__(self, app: ASGIApp, seconds: float) -> None:
+        self.app = app
+        self.seconds = seconds
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        whole = False
+        started = False
+
+        async def timed() -> Message:
+            nonlocal whole
+            if whole:
+                return await receive()
+            try:
+                with anyio.fail_after(self.seconds):
+                    message = await receive()
+            except TimeoutError:
+                raise _BodyTimeoutError(self.message) from None
+            whole = message["type"] != "http.request" or not message.get("more_body", False)
+            return message
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, timed, watched)
+        except _BodyTimeoutError:
+            if not started:
+                await error_response(408, "body_timeout", self.message, CLOSE)(scope, receive, send)
+
+    @property
+    def message(self) -> str:
+        """What a request whose body stalled is told."""
+        return f"the request body did not arrive within {self.seconds:g} s"
+
+
+class _BodyTimeoutError(HTTPException):
+    """The body stalled while it was read: an HTTP error for the reason :class:`_TooLargeError` is one
+    (a route reading its body answers it as 408 rather than FastAPI's 400)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(408, message, CLOSE)
 
 
 class BearerKey:

@@ -60,6 +60,7 @@ STATUS_TYPES: dict[int, str] = {
     401: "unauthorized",
     404: "not_found",
     405: "method_not_allowed",
+    408: "body_timeout",
     413: "payload_too_large",
     415: "unsupported_media_type",
     429: "queue_full",

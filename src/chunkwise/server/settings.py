@@ -21,7 +21,9 @@ class ServerSettings:
     behind the running one; a full queue answers 429 with ``Retry-After``. Uploads wait in memory, so
     ``queue_size × max_upload_bytes`` bounds what they hold. ``readers``: requests (search, segments,
     answer, chunk) computed at once; others wait for a slot within their timeout. ``keep_jobs``: finished
-    jobs remembered for ``GET /v1/jobs/{id}``, oldest forgotten first.
+    jobs remembered for ``GET /v1/jobs/{id}``, oldest forgotten first. ``body_timeout``: seconds the
+    server waits for the next part of a request body before it answers 408 and closes the connection (a
+    client that announces more bytes than it sends would otherwise hold the connection for ever).
     """
 
     api_key: str | None = None
@@ -30,6 +32,7 @@ class ServerSettings:
     queue_size: int = 8
     readers: int = 4
     keep_jobs: int = 1000
+    body_timeout: float = 30.0
 
     def __post_init__(self) -> None:
         if self.api_key is not None and not self.api_key.strip():
@@ -40,6 +43,7 @@ class ServerSettings:
             "queue_size": self.queue_size,
             "readers": self.readers,
             "keep_jobs": self.keep_jobs,
+            "body_timeout": self.body_timeout,
         }
         for name, value in positive.items():
             if value <= 0:

@@ -1,0 +1,95 @@
+"""A request body that stops arriving is answered 408 in the server's JSON error body and its connection
+closed; bodies that keep arriving are read whole."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from chunkwise.server import ServerSettings, create_app
+from tests.support.server import running_app, serve_process, upload, wait_job
+
+#: The body timeout of the :func:`stalling_url` server, in seconds.
+BODY_TIMEOUT = 1.0
+#: How long a raw-socket test waits for the server's answer before it gives up (a hang guard).
+HANG_GUARD_S = 120.0
+
+
+@pytest.fixture(scope="module")
+def stalling_url(kb_dir: Path) -> Iterator[str]:
+    """A server over the shared knowledge base that waits :data:`BODY_TIMEOUT` for each part of a body."""
+    app = create_app(kb_dir, settings=ServerSettings(body_timeout=BODY_TIMEOUT, request_timeout=1800))
+    with running_app(app) as url:
+        yield url
+
+
+def _stalled(
+    url: str, path: str = "/v1/search", content_type: str = "application/json", start: bytes = b'{"query":"'
+) -> tuple[bytes, bytes, dict[str, str]]:
+    """Send the head of a POST announcing 100 bytes of body and ``start``, its first 10, on a new
+    connection; read until the server closes it. Its status line, headers and error object."""
+    host, port = url.removeprefix("http://").split(":")
+    head = f"POST {path} HTTP/1.1\r\nHost: t\r\nContent-Type: {content_type}\r\nContent-Length: 100\r\n\r\n"
+    with socket.create_connection((host, int(port)), timeout=HANG_GUARD_S) as sock:
+        sock.sendall(head.encode() + start)
+        answer = b""
+        while chunk := sock.recv(65536):
+            answer += chunk
+    status_line, _, rest = answer.partition(b"\r\n")
+    headers, _, body = rest.partition(b"\r\n\r\n")
+    error: dict[str, str] = json.loads(body)["error"]
+    return status_line, headers, error
+
+
+@pytest.mark.parametrize(
+    ("path", "content_type", "start"),
+    [
+        ("/v1/search", "application/json", b'{"query":"'),  # read by FastAPI for the request model
+        ("/v1/chunk", "application/json", b'{"text": "'),  # read by the route itself
+        ("/v1/documents", "multipart/form-data; boundary=xyz", b"--xyz\r\nCon"),  # by the form parser
+    ],
+)
+def test_a_body_shorter_than_its_length_gets_408_and_the_connection_closes(
+    stalling_url: str, path: str, content_type: str, start: bytes
+) -> None:
+    status_line, headers, error = _stalled(stalling_url, path, content_type, start)
+    assert status_line.startswith(b"HTTP/1.1 408"), (status_line, error)
+    assert b"connection: close" in headers.lower()
+    assert error == {"type": "body_timeout", "message": "the request body did not arrive within 1 s"}
+
+
+def test_chunkwise_serve_takes_the_body_timeout(tmp_path: Path) -> None:
+    with serve_process("--kb", str(tmp_path / "kb"), "--body-timeout", "0.5") as (url, _):
+        status_line, _, error = _stalled(url)
+    assert status_line.startswith(b"HTTP/1.1 408"), (status_line, error)
+    assert error["message"] == "the request body did not arrive within 0.5 s"
+
+
+def test_bodies_that_keep_arriving_are_read_whole(stalling_url: str, data_dir: Path) -> None:
+    """The timeout is for each part of a body, not the whole of it: a body sent in parts, each within the
+    timeout but all of them together past it, is read; so are a large JSON text and an upload."""
+
+    def slowly() -> Iterator[bytes]:
+        yield b'{"query": "'
+        for _ in range(4):
+            time.sleep(BODY_TIMEOUT / 3)
+            yield b"bags "
+        yield b'"}'
+
+    with httpx.Client(base_url=stalling_url, timeout=600) as http:
+        slow = http.post("/v1/search", content=slowly(), headers={"Content-Type": "application/json"})
+        assert slow.status_code == 200, slow.text
+        large = http.post("/v1/chunk", json={"text": "word " * 1_000_000, "chunker": "fixed"})
+        assert large.status_code == 200, large.text[:500]
+        doc = data_dir / "formats" / "accessories.md"
+        job = http.post("/v1/documents", files=upload(doc))
+        assert job.status_code == 202, job.text
+        assert wait_job(http, job.json()["id"])["status"] == "done"
+        # A request with no body at all is never timed: a keep-alive connection serves the next one.
+        assert http.get("/healthz").status_code == 200
