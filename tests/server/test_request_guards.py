@@ -1,5 +1,5 @@
-"""A request body that stops arriving is answered 408 in the server's JSON error body and its connection
-closed; bodies that keep arriving are read whole."""
+"""Requests that would hold the server are refused with its JSON error body: a body that stops arriving
+(408, the connection closed); and ``/healthz`` says when the ingest worker has stopped."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from chunkwise.server import ServerSettings, create_app
-from tests.support.server import running_app, serve_process, upload, wait_job
+from tests.support.server import error_of, running_app, serve_process, upload, wait_job
 
 #: The body timeout of the :func:`stalling_url` server, in seconds.
 BODY_TIMEOUT = 1.0
@@ -93,3 +93,19 @@ def test_bodies_that_keep_arriving_are_read_whole(stalling_url: str, data_dir: P
         assert wait_job(http, job.json()["id"])["status"] == "done"
         # A request with no body at all is never timed: a keep-alive connection serves the next one.
         assert http.get("/healthz").status_code == 200
+
+
+def test_healthz_answers_503_once_the_ingest_worker_has_stopped(tmp_path: Path) -> None:
+    app = create_app(tmp_path / "kb")
+    with running_app(app) as url, httpx.Client(base_url=url, timeout=600) as http:
+        assert http.get("/healthz").json() == {"status": "ok", "queue": 0}
+        worker = app.state.service.jobs
+        # The worker thread ends on the queue's end marker, as it would on an error it could not survive.
+        worker._queue.put(None)
+        worker._thread.join(HANG_GUARD_S)
+        health = http.get("/healthz")
+        assert health.status_code == 503, health.text
+        assert error_of(health) == {
+            "type": "unhealthy",
+            "message": "the ingest worker has stopped: no job would run",
+        }

@@ -142,16 +142,16 @@ def create_app(
 
     ``config``: the pipeline configuration (``None``: the one recorded in the store, else the defaults).
     ``settings``: the key and limits (:class:`ServerSettings` defaults: no key, 32 MiB bodies, 120 s).
-    The stores open and the writer process starts when the app starts; both stop when it stops.
+    The stores open and the writer process starts when the app starts; both stop when it stops. While
+    it runs, ``app.state.service`` is its :class:`Service`.
     """
     settings = settings or ServerSettings()
-    holder: dict[str, Service] = {}
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         service = Service(location, config, settings)
         service.jobs.start()
-        holder["service"] = service
+        app.state.service = service
         logger.info("serving the knowledge base at %s", service.reader.location)
         try:
             yield
@@ -170,15 +170,22 @@ def create_app(
     install_handlers(app)
 
     def service() -> Service:
-        return holder["service"]
+        running: Service = app.state.service
+        return running
 
     _routes(app, service)
     app.mount("/static", StaticFiles(directory=STATIC), name="static")
     app.add_middleware(BodyLimit, max_bytes=settings.max_upload_bytes)
     app.add_middleware(BodyTimeout, seconds=settings.body_timeout)
     app.add_middleware(BearerKey, key=settings.api_key)
-    app.add_middleware(RequestMetrics, metrics=lambda: holder["service"].metrics if holder else None)
+    app.add_middleware(RequestMetrics, metrics=lambda: _metrics_of(app))
     return app
+
+
+def _metrics_of(app: FastAPI) -> ServerMetrics | None:
+    """The metrics of ``app``'s service, ``None`` before it has started."""
+    service: Service | None = getattr(app.state, "service", None)
+    return service.metrics if service is not None else None
 
 
 def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
@@ -188,9 +195,16 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
     async def index() -> FileResponse:
         return FileResponse(STATIC / "index.html")
 
-    @app.get("/healthz", summary="Liveness: the server answers and its writer is up.")
-    async def healthz() -> dict[str, Any]:
-        return {"status": "ok", "queue": service().jobs.depth}
+    @app.get(
+        "/healthz",
+        summary="Liveness: the server answers and its ingest worker is up (503 when it has stopped).",
+        response_model=None,
+    )
+    async def healthz() -> dict[str, Any] | JSONResponse:
+        jobs = service().jobs
+        if not jobs.alive:
+            return error_response(503, "unhealthy", "the ingest worker has stopped: no job would run")
+        return {"status": "ok", "queue": jobs.depth}
 
     @app.get("/metrics", summary="Prometheus metrics: requests, latency, model calls, tokens, cost.")
     async def metrics() -> Response:

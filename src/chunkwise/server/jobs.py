@@ -128,6 +128,12 @@ class IngestQueue:
         self._writer.stop(timeout)
 
     @property
+    def alive(self) -> bool:
+        """Whether the thread that hands jobs to the writer still runs (queued jobs wait for ever
+        without it)."""
+        return self._thread.is_alive()
+
+    @property
     def depth(self) -> int:
         """Jobs waiting (not counting the running one)."""
         return self._queue.qsize()
