@@ -1,16 +1,20 @@
-"""Requests that would hold the server are refused with its JSON error body: a body that stops arriving
-(408, the connection closed); and ``/healthz`` says when the ingest worker has stopped."""
+"""Requests that would hold or misuse the server are refused with its JSON error body: a body that stops
+arriving (408, the connection closed), a blank document id or preset; and ``/healthz`` says when the
+ingest worker has stopped."""
 
 from __future__ import annotations
 
 import json
 import socket
+import string
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from chunkwise.server import ServerSettings, create_app
 from tests.support.server import error_of, running_app, serve_process, upload, wait_job
@@ -93,6 +97,23 @@ def test_bodies_that_keep_arriving_are_read_whole(stalling_url: str, data_dir: P
         assert wait_job(http, job.json()["id"])["status"] == "done"
         # A request with no body at all is never timed: a keep-alive connection serves the next one.
         assert http.get("/healthz").status_code == 200
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(blank=st.text(alphabet=string.whitespace + "\u00a0\u2003\u3000", min_size=1, max_size=8))
+def test_a_blank_document_id_or_preset_is_refused_naming_the_field(client: httpx.Client, blank: str) -> None:
+    chunk = client.post("/v1/chunk", json={"text": "a text", "doc_id": blank})
+    assert chunk.status_code == 422, chunk.text
+    assert error_of(chunk) == {"type": "invalid_request", "message": "doc_id: must not be blank"}
+    segments = client.post("/v1/segments", json={"query": "bags", "preset": blank})
+    assert segments.status_code == 422, segments.text
+    assert error_of(segments) == {"type": "invalid_request", "message": "preset: must not be blank"}
+
+
+def test_a_padded_document_id_is_kept_as_it_is(client: httpx.Client) -> None:
+    chunk = client.post("/v1/chunk", json={"text": "a text", "doc_id": " a.md "})
+    assert chunk.status_code == 200, chunk.text
+    assert chunk.json()["doc_id"] == " a.md "
 
 
 def test_healthz_answers_503_once_the_ingest_worker_has_stopped(tmp_path: Path) -> None:

@@ -11,9 +11,9 @@ which refuses what would let a client reach the server's files or code, and then
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from chunkwise.chunking import CHUNKERS, check_param_types
@@ -27,6 +27,17 @@ MODEL_PARAMS = frozenset({"llm", "embedder"})
 CHUNKER_PARAMS = frozenset({"inner"})
 #: Size units that name no file: the built-in counters and tiktoken's named encodings.
 UNIT_PREFIXES = ("tiktoken:",)
+
+
+def _not_blank(value: str) -> str:
+    """``value`` unless it is only white space (an id or a name that names nothing)."""
+    if not value.strip():
+        raise PydanticCustomError("blank", "must not be blank")
+    return value
+
+
+#: A document id or a name: one to a thousand characters, not all of them white space.
+Name = Annotated[str, Field(min_length=1, max_length=1000), AfterValidator(_not_blank)]
 
 
 class Body(BaseModel):
@@ -66,7 +77,7 @@ class ChunkRequest(ChunkOptions):
 
     text: str = Field(min_length=1, max_length=50_000_000)
     format: Literal["text", "markdown", "html"] = "text"
-    doc_id: str = Field("text", min_length=1, max_length=1000)
+    doc_id: Name = "text"
 
 
 class SearchRequest(Body):
@@ -80,7 +91,7 @@ class SegmentsRequest(Body):
     """``POST /v1/segments``: relevant segments for ``query``; ``preset`` names an RSE preset."""
 
     query: str = Field(min_length=1, max_length=10_000)
-    preset: str | None = None
+    preset: Name | None = None
 
 
 class AnswerRequest(Body):
