@@ -1,6 +1,6 @@
 """Requests that would hold or misuse the server are refused with its JSON error body: a body that stops
-arriving (408, the connection closed), a blank document id or preset; and ``/healthz`` says when the
-ingest worker has stopped."""
+arriving (408, the connection closed), a blank document id or preset, a tiktoken encoding the server would
+have to download; and ``/healthz`` says when the ingest worker has stopped."""
 
 from __future__ import annotations
 
@@ -114,6 +114,31 @@ def test_a_padded_document_id_is_kept_as_it_is(client: httpx.Client) -> None:
     chunk = client.post("/v1/chunk", json={"text": "a text", "doc_id": " a.md "})
     assert chunk.status_code == 200, chunk.text
     assert chunk.json()["doc_id"] == " a.md "
+
+
+def test_a_tiktoken_encoding_the_server_lacks_is_refused_not_downloaded(
+    client: httpx.Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An encoding missing from tiktoken's cache (an empty one here) is refused with 422 naming it; the
+    server never fetches it (a fetch would fail fast at the closed proxy port, and would fill the cache)."""
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    for encoding in ("p50k_edit", "no_such_encoding"):
+        params = {"unit": f"tiktoken:{encoding}", "max_size": 50}
+        for response in (
+            client.post("/v1/chunk", json={"text": "a text", "params": params}),
+            client.post(
+                "/v1/chunk", files=[("file", ("a.md", b"# A\n\ntext"))], data={"params": json.dumps(params)}
+            ),
+        ):
+            assert response.status_code == 422, response.text
+            error = error_of(response)
+            assert error["type"] == "invalid_request"
+            assert error["message"].startswith(f"params: unit: the tiktoken encoding {encoding!r} is not")
+    assert list(cache.iterdir()) == []
 
 
 def test_healthz_answers_503_once_the_ingest_worker_has_stopped(tmp_path: Path) -> None:

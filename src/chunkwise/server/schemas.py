@@ -11,6 +11,10 @@ which refuses what would let a client reach the server's files or code, and then
 
 from __future__ import annotations
 
+import os
+import tempfile
+from collections.abc import Callable
+from hashlib import sha1
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -19,6 +23,7 @@ from pydantic_core import PydanticCustomError
 from chunkwise.chunking import CHUNKERS, check_param_types
 from chunkwise.chunking.tokens import COUNTER_NAMES
 from chunkwise.errors import ConfigError
+from chunkwise.server.errors import ApiError
 
 #: Chunker parameters that name a model: the server uses its configured models, never a client's spec
 #: (a spec can name a model file on the server, or a paid endpoint).
@@ -128,7 +133,8 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 def check_remote_params(chunker: str, params: dict[str, Any]) -> None:
     """:class:`ConfigError` for a chunker or parameter a remote client may not choose: a chunker outside
     the registry (``package.module:Class`` would import code), a model spec, or a size unit that names a
-    tokenizer file (``hf:<path>``)."""
+    tokenizer file (``hf:<path>``); and 422 (:class:`ApiError`) for a tiktoken encoding the server does
+    not have (tiktoken would download it)."""
     if chunker not in CHUNKERS:
         raise ConfigError(f"unknown chunker {chunker!r}: use one of {', '.join(CHUNKERS)}")
     for key in sorted(MODEL_PARAMS & set(params)):
@@ -140,9 +146,55 @@ def check_remote_params(chunker: str, params: dict[str, Any]) -> None:
         if not isinstance(params[key], str) or params[key] not in CHUNKERS:
             raise ConfigError(f"{key} must be one of {', '.join(CHUNKERS)}, got {params[key]!r}")
     unit = params.get("unit")
-    if unit is not None and not (
-        isinstance(unit, str) and (unit in COUNTER_NAMES or unit.startswith(UNIT_PREFIXES))
-    ):
+    if unit is None:
+        return
+    if not (isinstance(unit, str) and (unit in COUNTER_NAMES or unit.startswith(UNIT_PREFIXES))):
         raise ConfigError(
             f"unit must be one of {', '.join(COUNTER_NAMES)} or tiktoken:<encoding>, got {unit!r}"
         )
+    if unit.startswith("tiktoken:") and not tiktoken_local(encoding := unit[len("tiktoken:") :]):
+        # tiktoken fetches an encoding it lacks from the internet: a client must not make the server do so.
+        raise ApiError(
+            422,
+            "invalid_request",
+            f"params: unit: the tiktoken encoding {encoding!r} is not available on this server "
+            "(it never downloads one for a request)",
+        )
+
+
+def tiktoken_local(encoding: str) -> bool:
+    """True when tiktoken can build ``encoding`` without the network: it is loaded already, or it is one
+    of tiktoken's known encodings and every file its constructor names is in tiktoken's cache. The cache
+    is found as ``tiktoken.load.read_file_cached`` finds it (``TIKTOKEN_CACHE_DIR``, else
+    ``DATA_GYM_CACHE_DIR``, else ``data-gym-cache`` in the temporary directory; an empty one is no cache),
+    each file named by the SHA-1 of its URL. The URLs are the constants of the constructor (and of the
+    constructors it calls); a constructor naming none, or tiktoken missing, is taken as not local."""
+    try:
+        import tiktoken.registry  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return False
+    if encoding in tiktoken.registry.ENCODINGS:
+        return True
+    if encoding not in tiktoken.registry.list_encoding_names():
+        return False
+    constructors: dict[str, Callable[[], Any]] = tiktoken.registry.ENCODING_CONSTRUCTORS or {}
+    urls = _urls_of(constructors[encoding], set())
+    default = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    cache = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR", default))
+    return bool(urls and cache) and all(
+        os.path.exists(os.path.join(cache, sha1(url.encode()).hexdigest())) for url in urls
+    )
+
+
+def _urls_of(fn: Callable[..., Any], seen: set[Callable[..., Any]]) -> set[str]:
+    """The URL constants of function ``fn`` and of the functions of its module it calls by name."""
+    seen.add(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return set()
+    urls = {c for c in code.co_consts if isinstance(c, str) and "://" in c}
+    for name in code.co_names:
+        called = getattr(fn, "__globals__", {}).get(name)
+        if callable(called) and getattr(called, "__module__", None) == fn.__module__ and called not in seen:
+            urls |= _urls_of(called, seen)
+    return urls
