@@ -6,6 +6,8 @@ Ctrl-C (SIGINT) is one ``error: interrupted`` line and exit status 130: what a c
 kept (an ingest stores each document in its own transaction, so the one in progress is not stored).
 An operating-system error that reaches the command (stdout on a full disk, say) is one ``error:`` line
 and exit status 2 too; a closed pipe (``| head``) ends the command quietly.
+A usage error (an unknown option, a missing argument, a value out of range) is one ``error:`` line with
+click's message and a line naming the ``--help`` to try, exit status 2 (click's own status for it).
 Everything printed from a file name or a document goes through :mod:`chunkwise.cli.terminal`.
 """
 
@@ -15,12 +17,12 @@ import errno
 import importlib
 import os
 import sys
-from typing import Any
+from typing import Any, NoReturn
 
 import typer
 from typer.core import TyperGroup
 
-from chunkwise.cli.terminal import error_line
+from chunkwise.cli.terminal import error_line, printable
 from chunkwise.errors import ChunkwiseError
 
 #: Modules that add commands to the app, in help order.
@@ -41,17 +43,32 @@ COMMAND_MODULES: tuple[str, ...] = (
 #: Exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED_STATUS = 130
 
+#: click's ``UsageError``, the base of every usage error (unknown option or command, missing argument,
+#: bad value), from whichever click typer runs on: its own copy in recent versions, the click package in
+#: older ones. Typer exports only the ``BadParameter`` subclass, so the class is found through it.
+_USAGE_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
 
 class _Commands(TyperGroup):
-    """The command group, telling the user why a command stopped: Ctrl-C or an operating-system error.
+    """The command group, telling the user why a command stopped: a usage error, Ctrl-C or an
+    operating-system error.
 
-    Typer turns a :class:`KeyboardInterrupt` into exit status 130 without a word, and an
-    :class:`OSError` other than a closed pipe into a traceback; catching them here, where the command
-    runs, makes each one ``error:`` line."""
+    Typer shows a usage error as a boxed panel, turns a :class:`KeyboardInterrupt` into exit status 130
+    without a word, and an :class:`OSError` other than a closed pipe into a traceback; catching them
+    here, where the arguments are parsed and the command runs, makes each one ``error:`` line."""
+
+    def make_context(self, *args: Any, **kwargs: Any) -> Any:
+        """Parse the group's own arguments (``chunkwise --bogus``), a usage error as ``error:`` lines."""
+        try:
+            return super().make_context(*args, **kwargs)
+        except _USAGE_ERROR as exc:
+            _usage_error(exc)
 
     def invoke(self, ctx: Any) -> Any:  # typer's own click Context, which it keeps private
         try:
             return super().invoke(ctx)
+        except _USAGE_ERROR as exc:  # a sub-command's options and arguments, or a BadParameter
+            _usage_error(exc)
         except KeyboardInterrupt:
             error_line("interrupted")
             raise typer.Exit(INTERRUPTED_STATUS) from None
@@ -62,6 +79,21 @@ class _Commands(TyperGroup):
             reason = exc.strerror or str(exc)
             error_line(f"{exc.filename}: {reason}" if exc.filename else reason)
             raise typer.Exit(2) from None
+
+
+def _usage_error(exc: Any) -> NoReturn:
+    """``error: <click's message>``, then the ``--help`` to try, and click's exit status (2).
+
+    ``exc`` is a click ``UsageError``. One that stands for the help itself (``chunkwise`` or
+    ``chunkwise kb`` alone: click's ``NoArgsIsHelpError``, matched by name as typer does) is raised
+    again, so that typer prints the help as before."""
+    if type(exc).__name__ == "NoArgsIsHelpError":
+        raise exc
+    error_line(exc.format_message())
+    ctx = exc.ctx
+    if ctx is not None and ctx.command.get_help_option(ctx) is not None:
+        sys.stderr.write(f"try '{printable(ctx.command_path)} {ctx.help_option_names[0]}'\n")
+    raise typer.Exit(exc.exit_code)
 
 
 def _drop_pending_output() -> None:
