@@ -1,15 +1,22 @@
 """A command whose output cannot be written (stdout on a full device) ends with one ``error:`` line and
-exit status 2, not a traceback; a reader that goes away (``| head``) ends it quietly."""
+exit status 2, not a traceback; a reader that goes away (``| head``) ends it quietly, with exit status 141
+(128 + SIGPIPE, as a shell reports a program that SIGPIPE ends), whether the output is JSON lines or a
+rich table, and whether the reader leaves mid-stream or before anything was written."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
+from tests.support.cli import run_chunkwise
+
 FULL = Path("/dev/full")
+#: 128 + SIGPIPE.
+BROKEN_PIPE_STATUS = 141
 
 
 @pytest.mark.skipif(not FULL.exists(), reason="needs /dev/full, a device every write to fails")
@@ -42,3 +49,60 @@ def test_a_closed_pipe_ends_quietly(data_dir):
     reader.stdin.close()
     reader.wait()
     assert done.stderr == ""  # no traceback, and no error line for what the user asked for
+    assert done.returncode == BROKEN_PIPE_STATUS
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "table"])
+def test_a_reader_that_takes_one_line_and_leaves(data_dir, as_json):
+    """``chunkwise parse ... | head -1``: the command is cut off mid-stream, while it still has lines to
+    write (the pipe's buffer fills long before the output ends)."""
+    files = [str(path) for path in sorted((data_dir / "formats").glob("*.md"))] * 20
+    command = subprocess.Popen(
+        [sys.executable, "-m", "chunkwise", "parse", *files, *(["--json"] if as_json else [])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert command.stdout is not None
+    assert command.stderr is not None
+    assert command.stdout.readline()
+    command.stdout.close()
+    stderr = command.stderr.read()
+    assert command.wait(timeout=600) == BROKEN_PIPE_STATUS
+    assert stderr == b""
+
+
+def _run_with_the_reader_gone(*args: str) -> subprocess.CompletedProcess[str]:
+    """``chunkwise ARGS...`` writing to a pipe whose reader has already gone, its stdout block-buffered
+    as a user's is (without ``PYTHONUNBUFFERED``), so that a short output is written only when flushed."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    try:
+        return subprocess.run(
+            [sys.executable, "-m", "chunkwise", *args],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=env,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "table"])
+def test_a_reader_gone_before_the_first_write(data_dir, as_json):
+    done = _run_with_the_reader_gone(
+        "chunk", str(data_dir / "formats" / "Boarding Process.md"), *(["--json"] if as_json else [])
+    )
+    assert (done.returncode, done.stderr) == (BROKEN_PIPE_STATUS, "")
+
+
+def test_a_short_buffered_output_whose_reader_is_gone(data_dir, tmp_path):
+    """``kb list --json`` writes one line without flushing it: the closed pipe is found when the
+    command flushes stdout, which must end it like any other write, not with the interpreter's own
+    "Exception ignored ... BrokenPipeError" and exit status 120."""
+    kb = str(tmp_path / "kb")
+    run_chunkwise("ingest", str(data_dir / "formats" / "Boarding Process.md"), "--kb", kb, check=True)
+    done = _run_with_the_reader_gone("kb", "list", "--kb", kb, "--json")
+    assert (done.returncode, done.stderr) == (BROKEN_PIPE_STATUS, "")

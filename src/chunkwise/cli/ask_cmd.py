@@ -12,7 +12,6 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from chunkwise.cli.kb_options import (
     ConfigOption,
@@ -24,7 +23,7 @@ from chunkwise.cli.kb_options import (
     open_kb,
 )
 from chunkwise.cli.local_llm_notice import YesOption, confirm_query, measured
-from chunkwise.cli.terminal import json_line, plain
+from chunkwise.cli.terminal import json_line, plain, rich_console
 from chunkwise.results import answer_body
 
 
@@ -49,7 +48,7 @@ def ask_command(
             sys.stdout.write(json_line(answer_body(base.query, question)) + "\n")
             return
         answer = base.answer(question)
-    console = Console()
+    console = rich_console()
     console.print(plain(answer.text, keep_newlines=True))
     for number, citation in enumerate(answer.citations, 1):
         quote = " ".join(citation.quote.split())

@@ -24,7 +24,7 @@ from chunkwise.chunking import CHUNKERS, get_chunker
 from chunkwise.chunking.limits import MAX_CHUNKS
 from chunkwise.cli.output_files import check_output
 from chunkwise.cli.parse_cmd import DEFAULT_LIMITS, MaxBytesOption, MaxCharsOption
-from chunkwise.cli.terminal import json_line, plain
+from chunkwise.cli.terminal import json_line, plain, rich_console
 from chunkwise.errors import ConfigError
 from chunkwise.models.context import Models
 from chunkwise.parsing import ParseLimits
@@ -117,7 +117,6 @@ def register(app: typer.Typer) -> None:
 
 def _print_table(report: dict[str, Any]) -> None:
     """The chunks as a rich table, with the stats underneath."""
-    from rich.console import Console
     from rich.table import Table
 
     table = Table(title=plain(f"{report['doc_id']} · {report['chunker']}"))
@@ -133,7 +132,7 @@ def _print_table(report: dict[str, Any]) -> None:
             plain(" > ".join(row["section"])),
             plain(preview if len(preview) <= 80 else preview[:77] + "..."),
         )
-    console = Console()
+    console = rich_console()
     console.print(table)
     console.print(", ".join(f"{k}: {v}" for k, v in report["stats"].items()))
     total = report["accounting"]["total"]

@@ -16,13 +16,12 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from chunkwise.cli.dry_run import estimate_table
 from chunkwise.cli.output_files import check_output
 from chunkwise.cli.progress import time_left_progress
-from chunkwise.cli.terminal import markup_literal, plain
+from chunkwise.cli.terminal import markup_literal, plain, rich_console
 from chunkwise.config import PipelineConfig, from_dict
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation.datasets import load_dataset
@@ -100,7 +99,7 @@ def eval_command(
     if dry_run:
         estimate = estimate_run(dataset, [pipeline for _, pipeline in configs])
         title = f"estimate: {len(configs)} configuration(s) on {len(dataset.queries)} queries"
-        Console().print(estimate_table(estimate, title))
+        rich_console().print(estimate_table(estimate, title))
         return
     with time_left_progress() as progress:
         tasks: dict[tuple[str, str], Any] = {}
@@ -127,7 +126,7 @@ def eval_command(
         partial = html_out.with_name(html_out.name + ".partial")
         partial.write_text(render_html(report, seed=seed), encoding="utf-8")
         partial.replace(html_out)
-    Console().print(summary_table(report))
+    rich_console().print(summary_table(report))
 
 
 def register(app: typer.Typer) -> None:

@@ -17,7 +17,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from chunkwise.cli.kb_options import (
@@ -30,7 +29,7 @@ from chunkwise.cli.kb_options import (
     open_kb,
 )
 from chunkwise.cli.local_llm_notice import YesOption, confirm_ingest, measured
-from chunkwise.cli.terminal import error_line, json_line, markup_literal
+from chunkwise.cli.terminal import error_line, json_line, markup_literal, rich_console
 from chunkwise.document import path_id
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.ingest.prune import stale_documents
@@ -68,7 +67,7 @@ def ingest_command(
     yes: YesOption = False,
 ) -> None:
     """Add documents to a knowledge base (one transaction per document)."""
-    console = Console(stderr=True)
+    console = rich_console(stderr=True)
     with open_kb(kb, config, preset, create=True, max_cost=max_cost, max_tokens=max_tokens) as base:
         files = expand_paths(paths)
         confirm_ingest(base.config, files, yes=yes)
@@ -103,7 +102,7 @@ def ingest_command(
         else:
             counts = base.store.counts()
             pruned_count = f", pruned {len(pruned)}" if prune else ""
-            Console().print(
+            rich_console().print(
                 f"added {len(report.added)}, replaced {len(report.replaced)}, skipped {len(report.skipped)}, "
                 f"failed {len(report.failed)}{pruned_count}; {report.chunks} chunks in "
                 f"{report.seconds:.1f} s ({report.embed_seconds:.1f} s embedding). "

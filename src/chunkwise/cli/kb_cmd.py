@@ -33,11 +33,10 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Column, Table
 
 from chunkwise.cli.kb_options import RequiredKbOption
-from chunkwise.cli.terminal import error_line, json_line, markup_literal, printable
+from chunkwise.cli.terminal import error_line, json_line, markup_literal, printable, rich_console
 from chunkwise.config import load_config
 from chunkwise.errors import ConfigError, StoreError
 from chunkwise.kb import store_settings, stored_config
@@ -61,7 +60,7 @@ def list_command(*, kb: RequiredKbOption, as_json: KbJsonOption = False) -> None
         table.add_row(
             *(markup_literal(cell) for cell in (info.doc_id, info.format, str(info.chunks), info.title or ""))
         )
-    Console().print(table)
+    rich_console().print(table)
 
 
 @kb_app.command("delete")

@@ -20,10 +20,9 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
 from chunkwise.cli.dry_run import estimate_table
-from chunkwise.cli.terminal import printable
+from chunkwise.cli.terminal import printable, rich_console
 from chunkwise.config import PipelineConfig
 from chunkwise.evaluation.estimate import (
     RunEstimate,
@@ -95,7 +94,7 @@ def _confirm(config: PipelineConfig, stages: Sequence[StageEstimate], yes: bool)
     rates = load_local_rates()
     minutes = rates.seconds(total.input_tokens, total.output_tokens) / 60
     basis = f"calibrated by {rates.calls} earlier calls" if rates.calls else "default rates"
-    console = Console(stderr=True)
+    console = rich_console(stderr=True)
     title = f"{printable(config.models.llm)} runs on this machine's CPU: estimate before any call"
     console.print(estimate_table(estimate, title, models=("llm",)))
     console.print(f"expected time: about {minutes:.1f} minutes ({basis})", markup=False)

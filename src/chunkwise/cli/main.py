@@ -5,7 +5,7 @@ turns library errors into a one-line ``error: <file>: <reason>`` with exit statu
 Ctrl-C (SIGINT) is one ``error: interrupted`` line and exit status 130: what a command had finished is
 kept (an ingest stores each document in its own transaction, so the one in progress is not stored).
 An operating-system error that reaches the command (stdout on a full disk, say) is one ``error:`` line
-and exit status 2 too; a closed pipe (``| head``) ends the command quietly.
+and exit status 2 too; a closed pipe (``| head``) ends the command quietly with exit status 141.
 A usage error (an unknown option, a missing argument, a value out of range) is one ``error:`` line with
 click's message and a line naming the ``--help`` to try, exit status 2 (click's own status for it).
 Everything printed from a file name or a document goes through :mod:`chunkwise.cli.terminal`.
@@ -43,6 +43,14 @@ COMMAND_MODULES: tuple[str, ...] = (
 #: Exit status of a command stopped by Ctrl-C (128 + SIGINT), as shells report it.
 INTERRUPTED_STATUS = 130
 
+#: Exit status of a command whose reader went away (``| head``): 128 + SIGPIPE, what a shell reports
+#: for a program that SIGPIPE ends (``yes | head -1``), and the same rule as :data:`INTERRUPTED_STATUS`.
+#: Python ignores SIGPIPE, so the write fails with EPIPE instead; typer, rich and the Python
+#: documentation's recipe then exit with status 1, which here also means a finding (``kb check``: the
+#: knowledge base has problems), so a script could not tell a cut-off listing from one. Status 0 would
+#: hide, under ``set -o pipefail``, that the output was cut off.
+BROKEN_PIPE_STATUS = 141
+
 #: click's ``UsageError``, the base of every usage error (unknown option or command, missing argument,
 #: bad value), from whichever click typer runs on: its own copy in recent versions, the click package in
 #: older ones. Typer exports only the ``BadParameter`` subclass, so the class is found through it.
@@ -50,12 +58,13 @@ _USAGE_ERROR: type[Exception] = next(c for c in typer.BadParameter.__mro__ if c.
 
 
 class _Commands(TyperGroup):
-    """The command group, telling the user why a command stopped: a usage error, Ctrl-C or an
-    operating-system error.
+    """The command group, telling the user why a command stopped: a usage error, Ctrl-C, a closed pipe
+    or another operating-system error.
 
     Typer shows a usage error as a boxed panel, turns a :class:`KeyboardInterrupt` into exit status 130
-    without a word, and an :class:`OSError` other than a closed pipe into a traceback; catching them
-    here, where the arguments are parsed and the command runs, makes each one ``error:`` line."""
+    without a word, a closed pipe into status 1 and another :class:`OSError` into a traceback;
+    catching them here, where the arguments are parsed and the command runs, makes each one
+    ``error:`` line (none for the closed pipe)."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         """Parse the group's own arguments (``chunkwise --bogus``), a usage error as ``error:`` lines."""
@@ -66,16 +75,19 @@ class _Commands(TyperGroup):
 
     def invoke(self, ctx: Any) -> Any:  # typer's own click Context, which it keeps private
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            finally:  # what is still buffered fails here, not in the interpreter's flush at exit
+                sys.stdout.flush()
         except _USAGE_ERROR as exc:  # a sub-command's options and arguments, or a BadParameter
             _usage_error(exc)
         except KeyboardInterrupt:
             error_line("interrupted")
             raise typer.Exit(INTERRUPTED_STATUS) from None
         except OSError as exc:
-            if exc.errno == errno.EPIPE:  # the reader went away (``| head``): typer ends quietly
-                raise
             _drop_pending_output()
+            if exc.errno == errno.EPIPE:  # the reader went away (``| head``): nothing to tell it
+                raise typer.Exit(BROKEN_PIPE_STATUS) from None
             reason = exc.strerror or str(exc)
             error_line(f"{exc.filename}: {reason}" if exc.filename else reason)
             raise typer.Exit(2) from None

@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console, JustifyMethod
+from rich.console import JustifyMethod
 from rich.table import Table
 
-from chunkwise.cli.terminal import error_line, json_line, plain
+from chunkwise.cli.terminal import error_line, json_line, plain, rich_console
 from chunkwise.document import Document
 from chunkwise.errors import ChunkwiseError
 from chunkwise.parsing import ParseLimits, parse_file
@@ -72,7 +72,7 @@ def parse_command(
 ) -> None:
     """Parse files into documents; print their units as a table, or as JSON lines with --json."""
     limits = ParseLimits(max_bytes=max_bytes, max_chars=max_chars)
-    console = Console()
+    console = rich_console()
     failed = 0
     for path in files:
         try:

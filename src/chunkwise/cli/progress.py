@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+from chunkwise.cli.terminal import rich_console
 
 
 def time_left_progress() -> Progress:
@@ -13,5 +14,5 @@ def time_left_progress() -> Progress:
         BarColumn(),
         MofNCompleteColumn(),
         TimeRemainingColumn(),
-        console=Console(stderr=True),
+        console=rich_console(stderr=True),
     )

@@ -12,7 +12,6 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from chunkwise.cli.kb_options import (
@@ -25,7 +24,7 @@ from chunkwise.cli.kb_options import (
     open_kb,
 )
 from chunkwise.cli.local_llm_notice import YesOption, confirm_query, measured
-from chunkwise.cli.terminal import json_line, plain
+from chunkwise.cli.terminal import json_line, plain, rich_console
 from chunkwise.query.trace import Trace
 from chunkwise.results import search_body
 
@@ -58,7 +57,7 @@ def search_command(
             return
         trace = Trace()
         hits = base.search(query, k=k, trace=trace)
-    console = Console()
+    console = rich_console()
     preview_chars = max(console.width - PREVIEW_RESERVED, 20)
     table = Table(
         title=plain(f"{query}  ({', '.join(trace.names())}; {trace.totals()['seconds'] * 1000:.0f} ms)")

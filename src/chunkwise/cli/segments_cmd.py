@@ -13,7 +13,6 @@ import sys
 from typing import Annotated
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from chunkwise.cli.kb_options import (
@@ -25,7 +24,7 @@ from chunkwise.cli.kb_options import (
     PresetOption,
     open_kb,
 )
-from chunkwise.cli.terminal import json_line, plain
+from chunkwise.cli.terminal import json_line, plain, rich_console
 from chunkwise.results import segments_body
 
 #: Characters of a segment's text shown in the table.
@@ -63,7 +62,7 @@ def segments_command(
             f"{segment['start']}-{segment['end']}",
             plain(preview if len(preview) <= PREVIEW_CHARS else preview[: PREVIEW_CHARS - 1] + "…"),
         )
-    Console().print(table)
+    rich_console().print(table)
 
 
 def register(app: typer.Typer) -> None:

@@ -21,11 +21,14 @@ escape (``json.dumps`` does so for C0 only), which any JSON reader turns back in
 
 from __future__ import annotations
 
+import errno
 import json
+import os
 import re
 import sys
 from typing import Any
 
+from rich.console import Console
 from rich.markup import escape
 from rich.text import Text
 
@@ -57,6 +60,22 @@ def plain(text: str, *, keep_newlines: bool = False) -> Text:
 def markup_literal(text: str) -> str:
     """``text`` escaped for a place where rich reads markup (a progress bar's description)."""
     return escape(printable(text))
+
+
+class _Console(Console):
+    """A rich console whose closed pipe is an ordinary :class:`BrokenPipeError`.
+
+    Rich handles one itself, by pointing stdout at the null device and exiting with status 1; raised
+    instead, it reaches the command group, which ends every command whose reader went away the same way,
+    whether the output came from rich or from a plain write."""
+
+    def on_broken_pipe(self) -> None:
+        raise BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE))
+
+
+def rich_console(*, stderr: bool = False) -> Console:
+    """The console every table and message from rich is printed with (stdout, or stderr)."""
+    return _Console(stderr=stderr)
 
 
 def error_line(message: str) -> None:

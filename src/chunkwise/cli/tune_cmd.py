@@ -14,14 +14,13 @@ from pathlib import Path
 from typing import Annotated, Literal
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from chunkwise.cli.dry_run import estimate_table
 from chunkwise.cli.eval_cmd import default_workdir, load_configs
 from chunkwise.cli.output_files import check_output
 from chunkwise.cli.progress import time_left_progress
-from chunkwise.cli.terminal import markup_literal, plain
+from chunkwise.cli.terminal import markup_literal, plain, rich_console
 from chunkwise.evaluation.datasets import load_dataset
 from chunkwise.evaluation.estimate import estimate_run
 from chunkwise.evaluation.metrics import parse_metric
@@ -98,7 +97,7 @@ def tune_command(
         title = (
             f"estimate: {len(points)} points on {len(tuning_part.queries)} tuning queries (+ 1 held-back run)"
         )
-        Console().print(estimate_table(estimate, title))
+        rich_console().print(estimate_table(estimate, title))
         return
     if json_out is None:
         raise typer.BadParameter("--json is required (except with --dry-run)")
@@ -129,7 +128,7 @@ def tune_command(
             on_progress=on_progress,
         )
     result.write(json_out)
-    Console().print(result_table(result))
+    rich_console().print(result_table(result))
 
 
 def register(app: typer.Typer) -> None:
