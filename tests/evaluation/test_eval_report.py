@@ -150,6 +150,45 @@ def test_json_round_trip(span_report: EvaluationReport, tmp_path: Path) -> None:
         EvaluationReport.from_dict({**span_report.to_dict(), "format_version": 99})
 
 
+def _strict_json(text: str) -> object:
+    """``text`` parsed as standard JSON: ``NaN``, ``Infinity`` and ``-Infinity`` are refused."""
+
+    def refuse(constant: str) -> None:
+        raise ValueError(f"not standard JSON: {constant}")
+
+    return json.loads(text, parse_constant=refuse)
+
+
+def test_a_number_that_is_not_finite_is_written_as_null(
+    span_report: EvaluationReport, tmp_path: Path
+) -> None:
+    """A NaN aggregate, a NaN per-query value and an infinite score: the file stays standard JSON, the
+    three are ``null``, they read back as NaN, and verify names the aggregate it cannot trust."""
+    config = span_report.configs[0]
+    record = config.queries[0]
+    first = replace(record.retrieved[0], score=math.inf)
+    record = replace(
+        record, retrieved=(first, *record.retrieved[1:]), metrics={**record.metrics, "mrr@5": math.nan}
+    )
+    config = replace(
+        config, metrics={**config.metrics, "recall@5": math.nan}, queries=(record, *config.queries[1:])
+    )
+    report = replace(span_report, configs=(config, *span_report.configs[1:]))
+    path = tmp_path / "nan.json"
+    report.write(path)
+    data = _strict_json(path.read_text(encoding="utf-8"))
+    assert isinstance(data, dict)
+    stored = data["configs"][0]
+    assert stored["metrics"]["recall@5"] is None
+    assert stored["queries"][0]["metrics"]["mrr@5"] is None
+    assert stored["queries"][0]["retrieved"][0]["score"] is None
+    again = EvaluationReport.read(path)
+    assert math.isnan(again.configs[0].metrics["recall@5"])
+    assert math.isnan(again.configs[0].queries[0].metrics["mrr@5"])
+    assert math.isnan(again.configs[0].queries[0].retrieved[0].score)
+    assert [p.split(" stored")[0] for p in verify(data)] == ["window-200-0: recall@5"]
+
+
 def test_rows_hold_ranks_scores_and_metrics(span_report: EvaluationReport) -> None:
     row = span_report.to_dict()["configs"][0]["queries"][0]
     assert [item["rank"] for item in row["retrieved"]] == list(range(1, len(row["retrieved"]) + 1))

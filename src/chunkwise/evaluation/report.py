@@ -9,6 +9,10 @@ per-query metric values), the cost and time per stage, and chunk-size statistics
 Everything an aggregate depends on is in the JSON, so :func:`recompute` can rebuild every number from
 the per-query rows alone, with nothing but the metric definitions; :func:`verify` lists the numbers that
 disagree. The test suite runs it on every report it produces.
+
+The file is standard JSON: a number that is not finite (NaN, infinity), which no metric gives on valid
+input but a degenerate model score could, is written as ``null`` and read back as NaN, so that the rest
+of an expensive run is kept and any JSON reader accepts it; :func:`verify` reports a ``null`` aggregate.
 """
 
 from __future__ import annotations
@@ -64,11 +68,11 @@ class QueryRecord:
         rows = sorted(data["retrieved"], key=lambda row: row["rank"])
         return cls(
             qid=data["qid"],
-            retrieved=tuple(Retrieved(r["doc_id"], r["start"], r["end"], float(r["score"])) for r in rows),
+            retrieved=tuple(Retrieved(r["doc_id"], r["start"], r["end"], _number(r["score"])) for r in rows),
             gold_spans=_spans_from_rows(data["gold"]["spans"]),
             gold_docs=tuple(data["gold"]["docs"]),
             oracle=_spans_from_rows(data["oracle"]),
-            metrics={name: float(value) for name, value in data["metrics"].items()},
+            metrics={name: _number(value) for name, value in data["metrics"].items()},
         )
 
 
@@ -104,7 +108,7 @@ class ConfigResult:
         return cls(
             name=data["name"],
             config=dict(data.get("config") or {}),
-            metrics={name: float(value) for name, value in data["metrics"].items()},
+            metrics={name: _number(value) for name, value in data["metrics"].items()},
             queries=tuple(QueryRecord.from_dict(row) for row in data["queries"]),
             costs=tuple(StageCost.from_dict(row) for row in data.get("costs") or []),
             chunks=ChunkStats.from_dict(data["chunks"]) if data.get("chunks") else None,
@@ -174,18 +178,40 @@ class EvaluationReport:
         )
 
     def write(self, path: str | Path) -> None:
-        """Write the JSON file (UTF-8, via a temporary file so a crash leaves no half-written report)."""
-        target = Path(path)
-        partial = target.with_name(target.name + ".partial")
-        partial.write_text(
-            json.dumps(self.to_dict(), ensure_ascii=False, separators=(",", ":")), encoding="utf-8"
-        )
-        partial.replace(target)
+        """Write the JSON file (see :func:`write_json`)."""
+        write_json(path, self.to_dict(), separators=(",", ":"))
 
     @classmethod
     def read(cls, path: str | Path) -> EvaluationReport:
         """Read a file written by :meth:`write`."""
         return cls.from_dict(json.loads(Path(path).read_text(encoding="utf-8")))
+
+
+def write_json(path: str | Path, data: Any, *, separators: tuple[str, str] | None = None) -> None:
+    """Write ``data`` to ``path`` as standard JSON: UTF-8, every float that is not finite as ``null``
+    (``json.dumps`` would write ``NaN`` or ``Infinity``, which JSON does not have and strict readers
+    refuse), via a temporary file so that a crash leaves no half-written file."""
+    target = Path(path)
+    partial = target.with_name(target.name + ".partial")
+    text = json.dumps(_finite(data), ensure_ascii=False, allow_nan=False, separators=separators)
+    partial.write_text(text, encoding="utf-8")
+    partial.replace(target)
+
+
+def _finite(value: Any) -> Any:
+    """``value`` with every float that is not finite, at any depth, replaced by ``None``."""
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: _finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(item) for item in value]
+    return value
+
+
+def _number(value: Any) -> float:
+    """A number read from the JSON: ``null`` (a number that was not finite, see :func:`write_json`) is NaN."""
+    return math.nan if value is None else float(value)
 
 
 def recompute(data: dict[str, Any]) -> dict[str, dict[str, float]]:
@@ -211,8 +237,9 @@ def verify(data: dict[str, Any], tolerance: float = 1e-9) -> list[str]:
     for name, values in recompute(data).items():
         stored = next(config["metrics"] for config in data["configs"] if config["name"] == name)
         for metric, value in values.items():
-            # written so that a stored NaN (which compares false with anything) is reported, not passed
-            if metric not in stored or not abs(stored[metric] - value) <= tolerance:
+            # written so that a stored NaN (which compares false with anything) or null is reported
+            stored_value = stored.get(metric)
+            if stored_value is None or not abs(stored_value - value) <= tolerance:
                 problems.append(f"{name}: {metric} stored {stored.get(metric)!r}, recomputed {value!r}")
     return problems
 

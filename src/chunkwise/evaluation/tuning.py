@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-import json
 import math
 import random
 import types
@@ -34,7 +33,7 @@ from chunkwise.config import PipelineConfig
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation.datasets import Dataset, subsample
 from chunkwise.evaluation.metrics.registry import parse_metric
-from chunkwise.evaluation.report import EvaluationReport, recompute, verify
+from chunkwise.evaluation.report import EvaluationReport, recompute, verify, write_json
 from chunkwise.evaluation.runner import EvalProgress, ProgressFn, evaluate
 from chunkwise.models.context import Models
 
@@ -119,11 +118,8 @@ class TuningResult:
         }
 
     def write(self, path: str | Path) -> None:
-        """Write the JSON file (via a temporary file, so a crash leaves no half-written result)."""
-        target = Path(path)
-        partial = target.with_name(target.name + ".partial")
-        partial.write_text(json.dumps(self.to_dict(), ensure_ascii=False), encoding="utf-8")
-        partial.replace(target)
+        """Write the JSON file (see :func:`~chunkwise.evaluation.report.write_json`)."""
+        write_json(path, self.to_dict())
 
 
 def parse_grid(text: str, chunker: str) -> tuple[Axis, ...]:
