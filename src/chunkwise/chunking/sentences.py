@@ -138,23 +138,15 @@ def sentence_ends(text: str, start: int = 0, end: int | None = None) -> list[int
     return sorted(cuts)
 
 
-def _last_stop(text: str, start: int, stop: int) -> int:
-    """Index of the last stop mark in ``text[start:stop]`` that can end a sentence, or -1.
-
-    The window is reversed and searched forwards, so the regular expression stops at the first hit
-    instead of backtracking over the whole window. Latin marks need whitespace after them, past any
-    closing quotes or brackets (decimals and dotted names cost nothing); CJK marks stand alone.
-    """
-    window = text[start:stop][::-1]
-    found = _REVERSED_STOP.search(window)
-    return -1 if found is None else stop - found.end()
-
-
 def last_sentence_end(text: str, start: int, limit: int) -> int | None:
     """The largest sentence end ``c`` with ``start < c <= limit``, or ``None``.
 
-    A backward search for windows (the recursive chunker's sentence level): the last stop mark comes
-    from :func:`_last_stop` and is checked with the full rules; a false stop moves the search before
+    A backward search for windows (the recursive chunker's sentence level). The window is reversed once
+    and searched forwards from where the last search stopped, so the regular expression stops at each
+    stop mark instead of backtracking over the window, and walking back over many false stops (``a. a.
+    a.``) costs one pass over the window, not one copy of it per stop. Latin marks need whitespace after
+    them, past any closing quotes or brackets (decimals and dotted names cost nothing); CJK marks stand
+    alone. Each stop mark found is checked with the full rules; a false stop moves the search before
     it. Paragraph and list breaks come from two backward matches anchored on a newline. Within a line
     it finds the ends :func:`sentence_ends` finds (a stop closed by a quote or bracket, whitespace
     other than a space after it), so the recursive and sentence chunkers agree on what a sentence is.
@@ -164,18 +156,20 @@ def last_sentence_end(text: str, start: int, limit: int) -> int | None:
         breaks = [m.end() - 1 for m in (p.match(text, start, limit) for p in _LAST_BREAKS) if m is not None]
         best = max((b for b in breaks if b > start), default=None)
     stop = min(len(text), limit + 1)
-    while stop > start:
-        mark = _last_stop(text, start, stop)
-        if mark < 0 or (best is not None and mark < best):
+    reversed_window = text[start:stop][::-1]
+    found = _REVERSED_STOP.search(reversed_window)
+    while found is not None:
+        mark = stop - found.end()
+        if best is not None and mark < best:
             break
         run = mark
         while run > start and text[run - 1] in _STOP_MARKS:
             run -= 1
-        found = _ALL_ENDS.match(text, run)
-        cut = _cut_at(text, found) if found is not None else None
+        end = _ALL_ENDS.match(text, run)
+        cut = _cut_at(text, end) if end is not None else None
         if cut is not None and start < cut <= limit:
             return cut if best is None else max(cut, best)
-        stop = run
+        found = _REVERSED_STOP.search(reversed_window, stop - run)
     return best
 
 
