@@ -44,7 +44,6 @@ _LATIN_END = re.compile(f"[.!?…]+[{re.escape(_CLOSERS)}]*(?=\\s)")
 _CJK_END = re.compile(r"[。！？｡]+[」』）”’〉》】]*")
 # Paragraph break, or a line break in front of a Markdown block marker.
 _BLOCK_BREAK = re.compile(r"\n[^\S\n]*\n|\n(?=[^\S\n]*(?:[-*+] |\d+[.)] |#|\||> ))")
-_ALL_ENDS = re.compile(f"{_LATIN_END.pattern}|{_CJK_END.pattern}|{_BLOCK_BREAK.pattern}")
 _LATIN_MARKS = ".!?…"
 _CJK_MARKS = "。！？｡"
 _STOP_MARKS = _LATIN_MARKS + _CJK_MARKS
@@ -146,10 +145,13 @@ def last_sentence_end(text: str, start: int, limit: int) -> int | None:
     stop mark instead of backtracking over the window, and walking back over many false stops (``a. a.
     a.``) costs one pass over the window, not one copy of it per stop. Latin marks need whitespace after
     them, past any closing quotes or brackets (decimals and dotted names cost nothing); CJK marks stand
-    alone. Each stop mark found is checked with the full rules; a false stop moves the search before
-    it. Paragraph and list breaks come from two backward matches anchored on a newline. Within a line
-    it finds the ends :func:`sentence_ends` finds (a stop closed by a quote or bracket, whitespace
-    other than a space after it), so the recursive and sentence chunkers agree on what a sentence is.
+    alone. Each stop mark found is checked with the rules of its script from the start of its run of
+    marks of that script, as :func:`sentence_ends` checks it (in ``e.g.。`` the ``。`` ends the
+    sentence on its own: a run taken from the ``.`` needed whitespace after it); a false stop moves the
+    search before the run. Paragraph and list breaks come from two backward matches anchored on a
+    newline. Within a line it finds the ends :func:`sentence_ends` finds (a stop closed by a quote or
+    bracket, whitespace other than a space after it), so the recursive and sentence chunkers agree on
+    what a sentence is.
     """
     best = None
     if text.rfind("\n", start, limit) >= 0:
@@ -162,10 +164,11 @@ def last_sentence_end(text: str, start: int, limit: int) -> int | None:
         mark = stop - found.end()
         if best is not None and mark < best:
             break
+        marks, rule = (_LATIN_MARKS, _LATIN_END) if text[mark] in _LATIN_MARKS else (_CJK_MARKS, _CJK_END)
         run = mark
-        while run > start and text[run - 1] in _STOP_MARKS:
+        while run > start and text[run - 1] in marks:
             run -= 1
-        end = _ALL_ENDS.match(text, run)
+        end = rule.match(text, run)
         cut = _cut_at(text, end) if end is not None else None
         if cut is not None and start < cut <= limit:
             return cut if best is None else max(cut, best)
