@@ -18,10 +18,13 @@ breaks go where the scores are strongest, and the size maximum applies on top. W
   sentences drops below ``threshold`` (θ = 0.8, tuned by the paper for text-embedding-3-small) or when
   adding the next sentence would pass ``max_size``.
 * ``method="cluster"``, Chroma's ClusterSemanticChunker: cut the text into small pieces
-  (``piece_size``, recursive rules), embed them, and choose the segmentation that maximises the summed
-  pairwise similarity inside chunks (similarities centred on their document mean) by dynamic
-  programming, under the size maximum. Rewards come from banded row sums, so the cost is
-  O(pieces × pieces-per-chunk), not a full similarity matrix.
+  (``piece_size``, recursive rules, a sentence end before a line end), embed them, and choose the
+  segmentation that maximises the summed pairwise similarity inside chunks (similarities centred on
+  their document mean) by dynamic programming, under the size maximum. Rewards come from banded row
+  sums, so the cost is O(pieces × pieces-per-chunk), not a full similarity matrix. Unlike Chroma's,
+  it cuts inside a sentence that fits a chunk only where the size maximum leaves no other way (as the
+  greedy method does): centred similarities cut a one-sentence text that fitted in one chunk into
+  several.
 
 Sentences longer than the maximum are cut by the recursive rules below the sentence level. The embedder
 is any :class:`~chunkwise.models.protocols.Embedder` (vectors L2-normalised); the default is the bundled
@@ -30,6 +33,7 @@ local embedder, loaded on first use.
 
 from __future__ import annotations
 
+import bisect
 import dataclasses
 from collections.abc import Sequence
 from typing import ClassVar
@@ -38,7 +42,15 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkwise.chunking.base import BaseChunker, ChunkerParams
-from chunkwise.chunking.boundaries import RECURSIVE_LEVELS, WITHIN_SENTENCE_LEVELS, Level
+from chunkwise.chunking.boundaries import (
+    CLAUSE,
+    LINE,
+    PARAGRAPH,
+    SENTENCE,
+    WITHIN_SENTENCE_LEVELS,
+    WORD,
+    Level,
+)
 from chunkwise.chunking.enforce import Piece, SizeLimits, pack
 from chunkwise.chunking.measure import Measure
 from chunkwise.chunking.sentences import split_sentences
@@ -52,6 +64,9 @@ BREAKPOINTS = ("percentile", "gradient", "threshold")
 TIE = 1e-6
 Floats = npt.NDArray[np.float64]
 METHODS = ("greedy", "cluster")
+#: The cluster method's piece levels: the recursive ones with a sentence end before a line end, so that
+#: pieces end where sentences do and the segmentation has sentence ends to cut at in hard-wrapped text.
+PIECE_LEVELS: tuple[Level, ...] = (PARAGRAPH, SENTENCE, LINE, CLAUSE, WORD)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -190,7 +205,9 @@ def group_scored(
     return pieces
 
 
-def cluster_segments(vectors: Vectors, fits: Sequence[int]) -> list[int]:
+def cluster_segments(
+    vectors: Vectors, fits: Sequence[int], splits: Sequence[bool] | None = None
+) -> list[int]:
     """Chroma's cluster segmentation: the start index of each segment, by dynamic programming.
 
     ``fits[i]`` is the first piece index ``j`` such that pieces ``j..i`` fit in one chunk. The reward of a
@@ -199,6 +216,11 @@ def cluster_segments(vectors: Vectors, fits: Sequence[int]) -> list[int]:
     Where joining gains nothing (a tie, within :data:`TIE` of rounding), the pieces stay together:
     with two pieces, or pieces all alike, every centred similarity is zero, and cutting on ties made
     a two-piece document two chunks and a repeated phrase one chunk per piece.
+
+    ``splits[j]`` says that a segment starting at piece ``j`` would split a sentence that fits in one
+    chunk. The segmentation first makes the fewest such splits, then maximises the reward among those:
+    centred similarities are below zero for some pairs of any text, so the reward alone cut a
+    one-sentence text that fitted in one chunk into several.
     """
     n = len(vectors)
     if n <= 1:
@@ -213,23 +235,42 @@ def cluster_segments(vectors: Vectors, fits: Sequence[int]) -> list[int]:
     for d in range(1, width):
         sims = np.einsum("ij,ij->i", vectors[:-d], vectors[d:]).astype(np.float64) - mean
         row[d, : n - d] = row[d - 1, : n - d] + sims
+    split_cost = [int(j > 0 and splits is not None and splits[j]) for j in range(n)]
     best = [0.0] * (n + 1)
+    fewest = [0] * (n + 1)  # the fewest sentence splits of a segmentation of the first i pieces
     start_of = [0] * n
     for i in range(n):
         reward = 0.0
         best_value = -np.inf
+        best_splits = n
         for j in range(i, fits[i] - 1, -1):
             reward += 2.0 * row[i - j, j]
             value = best[j] + reward
-            if value >= best_value - TIE:  # longer segments come later: ties go to them
-                best_value, start_of[i] = value, j
+            count = fewest[j] + split_cost[j]
+            # Longer segments come later: ties go to them.
+            if count < best_splits or (count == best_splits and value >= best_value - TIE):
+                best_value, best_splits, start_of[i] = value, count, j
         best[i + 1] = best_value
+        fewest[i + 1] = best_splits
     starts: list[int] = []
     i = n - 1
     while i >= 0:
         starts.append(start_of[i])
         i = start_of[i] - 1
     return starts[::-1]
+
+
+def sentence_splits(text: str, spans: Sequence[tuple[int, int]], measure: Measure, budget: int) -> list[bool]:
+    """For each span, whether it starts strictly inside a sentence that fits in ``budget``: a chunk
+    starting there would split that sentence."""
+    sentences = split_sentences(text)
+    starts = [a for a, _ in sentences]
+    splits: list[bool] = []
+    for start, _ in spans:
+        k = bisect.bisect_right(starts, start) - 1
+        inside = k >= 0 and sentences[k][0] < start < sentences[k][1]
+        splits.append(inside and measure.size(*sentences[k]) <= budget)
+    return splits
 
 
 def first_fitting(spans: Sequence[tuple[int, int]], measure: Measure, budget: int) -> list[int]:
@@ -271,11 +312,12 @@ class SemanticChunker(BaseChunker):
         text, budget = doc.text, limits.budget
         if self.params.method == "cluster":
             piece_size = self.params.piece_size or max(1, self.params.max_size // 8)
-            spans = pack(text, 0, len(text), measure, min(piece_size, budget), levels=RECURSIVE_LEVELS)
+            spans = pack(text, 0, len(text), measure, min(piece_size, budget), levels=PIECE_LEVELS)
             if len(spans) <= 1:
                 return [(a, b, 0) for a, b in spans]
             vectors = self.embedder.embed([text[a:b] for a, b in spans])
-            starts = cluster_segments(vectors, first_fitting(spans, measure, budget))
+            fits = first_fitting(spans, measure, budget)
+            starts = cluster_segments(vectors, fits, sentence_splits(text, spans, measure, budget))
             ends = [*starts[1:], len(spans)]
             return [(spans[s][0], spans[e - 1][1], 0) for s, e in zip(starts, ends, strict=True)]
         spans = split_sentences(text)
