@@ -54,6 +54,7 @@ _SEPARATORS = st.sampled_from(
     [
         *(" ", "\n", "\n\n", " \t\n \n", "。", ". ", "! ", "Dr. Smith. ", "3.14 ", ", "),
         *("\u3000", "\x0b", "\xa0"),
+        *("\r", "\r\n", "\r\r", " \r \r", "\r\n\r\n", "\r# Mac\r\r", "\n\r"),
         *("\n# Heading\n\n", "\n## Two\n \n", "#\tTab\n\n", "####### seven\n\n", "#tag\n\n"),
     ]
 )

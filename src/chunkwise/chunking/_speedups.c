@@ -87,6 +87,24 @@ static Py_ssize_t last_index(const Text *t, Py_UCS4 ch, Py_ssize_t start, Py_ssi
     }
 }
 
+/* Whether text[i] ends a line: '\n', or a '\r' that no '\n' follows (chunking/lines.py). */
+static int is_break(const Text *t, Py_ssize_t i) {
+    Py_UCS4 ch = CHAR(t, i);
+    return ch == '\n' || (ch == '\r' && (i + 1 >= t->length || CHAR(t, i + 1) != '\n'));
+}
+
+/* lines.last_break: the last line break character in [start, limit), or -1. After the last '\n' at most
+ * one '\r' is followed by a '\n' (the one just before limit). */
+static Py_ssize_t last_break(const Text *t, Py_ssize_t start, Py_ssize_t limit) {
+    Py_ssize_t found = last_index(t, '\n', start, limit);
+    Py_ssize_t low = found + 1 > start ? found + 1 : start;
+    Py_ssize_t r = last_index(t, '\r', low, limit);
+    while (r >= 0 && !is_break(t, r)) {
+        r = last_index(t, '\r', low, r);
+    }
+    return r > found ? r : found;
+}
+
 /* First non-space offset in [pos, end), or end. */
 static Py_ssize_t skip_space(const Text *t, Py_ssize_t pos, Py_ssize_t end) {
     while (pos < end && SPACE(t, pos)) {
@@ -98,11 +116,10 @@ static Py_ssize_t skip_space(const Text *t, Py_ssize_t pos, Py_ssize_t end) {
 /* ------------------------------------------------------------------------------------------------ */
 /* Boundary levels: each returns the largest cut in (start, limit], or -1 for none.                 */
 
-enum { LEVEL_CUTS, LEVEL_BLANK_LINE, LEVEL_CHAR, LEVEL_PUNCTUATION, LEVEL_SPACE, LEVEL_CALL };
+enum { LEVEL_CUTS, LEVEL_BLANK_LINE, LEVEL_LINE, LEVEL_PUNCTUATION, LEVEL_SPACE, LEVEL_CALL };
 
 typedef struct {
     int kind;
-    Py_UCS4 ch;            /* LEVEL_CHAR: the separator */
     PyObject *spaced;      /* LEVEL_PUNCTUATION: marks that need whitespace after them */
     PyObject *unspaced;    /* LEVEL_PUNCTUATION: marks that end a clause alone */
     PyObject *call;        /* LEVEL_CALL: last_cut(text, start, limit) -> int | None */
@@ -149,18 +166,19 @@ static int is_heading(const Text *t, Py_ssize_t line, Py_ssize_t stop) {
     return after == ' ' || after == '\t';
 }
 
-/* BlankLineLevel: the end of the last match of \n[^\S\n]*\n inside [start, limit] whose preceding line
- * is not a heading starting at or after `first` (the packing range's start, where the Python level's
- * scan begins). Scans the window backwards, so it costs nothing where a window has no line break. */
+/* BlankLineLevel: the end of the last blank line (a line break, whitespace inside the line, a line break)
+ * inside [start, limit] whose preceding line is not a heading starting at or after `first` (the packing
+ * range's start, where the Python level's scan begins). Scans the window backwards, so it costs nothing
+ * where a window has no line break. */
 static Py_ssize_t blank_line_last(const Text *t, Py_ssize_t first, Py_ssize_t start, Py_ssize_t limit) {
-    Py_ssize_t i = last_index(t, '\n', start + 1, limit);
+    Py_ssize_t i = last_break(t, start + 1, limit);
     while (i > start) {
         Py_ssize_t k = i - 1;
-        while (k >= start && CHAR(t, k) != '\n' && SPACE(t, k)) {
+        while (k >= start && !is_break(t, k) && SPACE(t, k)) {
             k--;
         }
-        if (k >= start && CHAR(t, k) == '\n') {
-            Py_ssize_t line = last_index(t, '\n', 0, k) + 1;
+        if (k >= start && is_break(t, k)) {
+            Py_ssize_t line = last_break(t, 0, k) + 1;
             if (line < first || !is_heading(t, line, k)) {
                 return i + 1;
             }
@@ -168,14 +186,14 @@ static Py_ssize_t blank_line_last(const Text *t, Py_ssize_t first, Py_ssize_t st
             continue;
         }
         /* No line break between k and i: the next candidate lies below k. */
-        i = last_index(t, '\n', start + 1, k < start ? start : k);
+        i = last_break(t, start + 1, k < start ? start : k);
     }
     return -1;
 }
 
-/* LiteralLevel with a one-character separator: just after its last occurrence in [start, limit). */
-static Py_ssize_t char_last(const Text *t, Py_UCS4 ch, Py_ssize_t start, Py_ssize_t limit) {
-    Py_ssize_t i = last_index(t, ch, start, limit);
+/* LineLevel: just after the last line break in [start, limit). */
+static Py_ssize_t line_last(const Text *t, Py_ssize_t start, Py_ssize_t limit) {
+    Py_ssize_t i = last_break(t, start, limit);
     return i < 0 ? -1 : i + 1;
 }
 
@@ -233,7 +251,7 @@ static void levels_free(Level *levels, Py_ssize_t n) {
 }
 
 /* Parse the level descriptions built by enforce._native_levels: ("cuts", list[int]),
- * ("blank_line",), ("char", str), ("punctuation", spaced, unspaced), ("space",), ("call", fn). */
+ * ("blank_line",), ("line",), ("punctuation", spaced, unspaced), ("space",), ("call", fn). */
 static Level *levels_parse(PyObject *specs, Py_ssize_t *count) {
     PyObject *seq = PySequence_Fast(specs, "levels must be a sequence");
     if (seq == NULL) {
@@ -270,9 +288,8 @@ static Level *levels_parse(PyObject *specs, Py_ssize_t *count) {
             }
         } else if (strcmp(name, "blank_line") == 0) {
             lv->kind = LEVEL_BLANK_LINE;
-        } else if (strcmp(name, "char") == 0 && a != NULL && PyUnicode_Check(a) && PyUnicode_GET_LENGTH(a) == 1) {
-            lv->kind = LEVEL_CHAR;
-            lv->ch = PyUnicode_READ_CHAR(a, 0);
+        } else if (strcmp(name, "line") == 0) {
+            lv->kind = LEVEL_LINE;
         } else if (strcmp(name, "punctuation") == 0 && a != NULL && b != NULL && PyUnicode_Check(a) &&
                    PyUnicode_Check(b)) {
             lv->kind = LEVEL_PUNCTUATION;
@@ -346,8 +363,8 @@ static PyObject *pack_chars(PyObject *self, PyObject *args) {
                 case LEVEL_BLANK_LINE:
                     cut = blank_line_last(&t, first, pos, limit);
                     break;
-                case LEVEL_CHAR:
-                    cut = char_last(&t, lv->ch, pos, limit);
+                case LEVEL_LINE:
+                    cut = line_last(&t, pos, limit);
                     break;
                 case LEVEL_PUNCTUATION:
                     cut = punctuation_last(&t, lv, pos, limit);

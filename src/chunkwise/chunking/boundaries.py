@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
+from chunkwise.chunking.lines import LinePattern, last_break, window_end
 from chunkwise.chunking.sentences import last_sentence_end, sentence_ends
 
 
@@ -64,7 +65,8 @@ class RegexLevel:
 
 
 class BlankLineLevel:
-    """Boundaries after a blank line: a line break, optional spaces or tabs, and a line break; but not
+    """Boundaries after a blank line: a line break, optional spaces or tabs, and a line break (``\n``,
+    ``\r\n`` or a lone ``\r``: :mod:`chunkwise.chunking.lines`); but not
     the blank line right after a Markdown heading (``#`` to ``######`` and a space, the form every
     parser gives headings), so that a heading starts the chunk of the text it heads instead of ending
     the chunk before it.
@@ -78,10 +80,10 @@ class BlankLineLevel:
 
     name = "paragraph"
     # Consumes the first break and the spaces after it, not the second break, so that consecutive
-    # blank lines all match; the cut is just after the second break.
-    _BREAK = re.compile(r"\n[^\S\n]*(?=\n)")
+    # blank lines all match; the cut is just after the second break (one character).
+    _BREAK = LinePattern("<br><sp>*(?=<br>)")
     # A heading line followed by a blank line; the match ends at the heading's line break.
-    _HEADING = re.compile(r"^#{1,6}[ \t][^\n]*(?=\n[^\S\n]*\n)", re.MULTILINE)
+    _HEADING = LinePattern(r"(?:^|(?<=\r))#{1,6}[ \t]<line>*(?=<br><sp>*<br>)", re.MULTILINE)
 
     def bind(self, text: str, start: int, end: int) -> Level:
         """A :class:`CutsLevel` of the blank lines in ``text[start:end]``."""
@@ -95,6 +97,7 @@ class BlankLineLevel:
     def _cuts(self, text: str, start: int, end: int) -> list[int]:
         """The cuts inside ``text[start:end]``, in order, without those after a heading line (scans by
         the regular-expression engine and ``str.find``; Python only filters the matches)."""
+        end = window_end(text, end)
         breaks = list(self._BREAK.finditer(text, start, end))
         if not breaks or text.find("#", start, end) < 0:  # no blank line, or no heading: skip the scan
             return [match.end() + 1 for match in breaks]
@@ -102,21 +105,20 @@ class BlankLineLevel:
         return [match.end() + 1 for match in breaks if match.start() not in headings]
 
 
-class LiteralLevel:
-    """Boundaries after each occurrence of a literal separator (``str.rfind``: no regex engine)."""
+class LineLevel:
+    """Boundaries after each line break (``\n``, ``\r\n`` or a lone ``\r``: two ``str.rfind`` calls, no
+    regular expression)."""
 
-    def __init__(self, name: str, separator: str) -> None:
-        self.name = name
-        self.separator = separator
+    name = "line"
 
     def bind(self, text: str, start: int, end: int) -> Level:
         """Nothing to precompute: windows are searched directly."""
         return self
 
     def last_cut(self, text: str, start: int, limit: int) -> int | None:
-        """End of the last occurrence inside ``text[start:limit]``."""
-        found = text.rfind(self.separator, start, limit)
-        return None if found < 0 else found + len(self.separator)
+        """Just after the last line break inside ``text[start:limit]``."""
+        found = last_break(text, start, limit)
+        return None if found < 0 else found + 1
 
 
 class PunctuationLevel:
@@ -187,7 +189,7 @@ class CutsLevel:
 
 
 PARAGRAPH = BlankLineLevel()
-LINE = LiteralLevel("line", "\n")
+LINE = LineLevel()
 SENTENCE = SentenceLevel()
 #: Sentence ends scanned once per packing range (for chunkers that consult them for every chunk).
 SENTENCE_SCAN = SentenceLevel(precompute=True)

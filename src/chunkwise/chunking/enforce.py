@@ -31,7 +31,7 @@ from chunkwise.chunking.boundaries import (
     BlankLineLevel,
     CutsLevel,
     Level,
-    LiteralLevel,
+    LineLevel,
     PunctuationLevel,
     RegexLevel,
 )
@@ -152,8 +152,8 @@ def _native_levels(levels: Sequence[Level], text: str, start: int, end: int) -> 
     for level in levels:
         if isinstance(level, BlankLineLevel):
             specs.append(("blank_line",))
-        elif isinstance(level, LiteralLevel) and len(level.separator) == 1:
-            specs.append(("char", level.separator))
+        elif isinstance(level, LineLevel):
+            specs.append(("line",))
         elif isinstance(level, PunctuationLevel):
             specs.append(("punctuation", level.spaced, level.unspaced))
         elif isinstance(level, RegexLevel) and level.separator == r"\s":

@@ -14,7 +14,8 @@ pysbd as the independent judge of boundary quality). The rules below cover what 
   because no whitespace follows their dots;
 * Chinese and Japanese full stops (``。！？`` and half-width ``｡``) end a sentence with no space after them;
 * a blank line always ends a sentence (headings and paragraphs without final punctuation), and so does a
-  line break in front of a Markdown block marker (a list item, heading, table row or quote).
+  line break in front of a Markdown block marker (a list item, heading, table row or quote); ``\n``,
+  ``\r\n`` and a lone ``\r`` all break lines (:mod:`chunkwise.chunking.lines`).
 
 Spans are trimmed: they start and end on non-whitespace, and together they cover every non-whitespace
 character of the text exactly once, in order.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import re
 
+from chunkwise.chunking.lines import LinePattern, is_break, last_break, window_end
 from chunkwise.chunking.trim import trim
 
 #: Lower-cased words that take a period without ending a sentence.
@@ -42,20 +44,22 @@ _CLOSERS = "\"'”’»)]"
 _LATIN_END = re.compile(f"[.!?…]+[{re.escape(_CLOSERS)}]*(?=\\s)")
 # CJK sentence end: no whitespace needed after it.
 _CJK_END = re.compile(r"[。！？｡]+[」』）”’〉》】]*")
-# Paragraph break, or a line break in front of a Markdown block marker.
-_BLOCK_BREAK = re.compile(r"\n[^\S\n]*\n|\n(?=[^\S\n]*(?:[-*+] |\d+[.)] |#|\||> ))")
+# Paragraph break, or a line break in front of a Markdown block marker (line breaks of
+# :mod:`chunkwise.chunking.lines`: a lone ``\r`` too).
+_MARKER = r"(?:[-*+] |\d+[.)] |#|\||> )"
+_BLOCK_BREAK = LinePattern(f"<br><sp>*<br>|<br>(?=<sp>*{_MARKER})")
 _LATIN_MARKS = ".!?…"
 _CJK_MARKS = "。！？｡"
 _STOP_MARKS = _LATIN_MARKS + _CJK_MARKS
 _FINDERS = {mark: re.compile(re.escape(mark)) for mark in _STOP_MARKS}
 _REVERSED_STOP = re.compile(f"\\s[{re.escape(_CLOSERS)}]*[{_LATIN_MARKS}]|[{_CJK_MARKS}]")
-# Each starts with a literal newline after ``.*``, which the regex engine finds without backtracking
-# character by character; an alternation of the two would not be.
-# The cut is the newline just before ``match.end()`` (for a blank line, its second newline: the
+# Each starts with a line break after ``.*``: in text without ``\r`` the literal newline, which the
+# regex engine finds without backtracking character by character; an alternation of the two would not be.
+# The cut is the line break just before ``match.end()`` (for a blank line, its second break: the
 # trimmed chunk is the same either way).
 _LAST_BREAKS = (
-    re.compile(r"(?s:.*)\n[^\S\n]*\n"),
-    re.compile(r"(?s:.*)\n(?=[^\S\n]*(?:[-*+] |\d+[.)] |#|\||> ))"),
+    LinePattern("(?s:.*)<br><sp>*<br>"),
+    LinePattern(f"(?s:.*)<br>(?=<sp>*{_MARKER})"),
 )
 _NON_SPACE = re.compile(r"\S")
 
@@ -94,9 +98,9 @@ def _opens_item(text: str, pos: int) -> bool:
     over that whitespace, not a search from the text start: a text without line breaks would make that
     quadratic."""
     i = pos - 1
-    while i >= 0 and text[i] != "\n" and text[i].isspace():
+    while i >= 0 and not is_break(text, i) and text[i].isspace():
         i -= 1
-    if i < 0 or text[i] == "\n":
+    if i < 0 or is_break(text, i):
         return True
     if i == pos - 1:  # no whitespace before the number: not a word of its own
         return False
@@ -108,7 +112,7 @@ def _opens_item(text: str, pos: int) -> bool:
 def _cut_at(text: str, match: re.Match[str]) -> int | None:
     """The sentence end a candidate match stands for, or ``None`` for a false stop."""
     found = match.group()
-    if found[0] == "\n":
+    if found[0] in "\n\r":  # a block break (a ``\r`` that starts a match is a line break)
         return match.start()
     if found[0] in ".!?…" and _is_false_stop(text, match):
         return None
@@ -154,8 +158,9 @@ def last_sentence_end(text: str, start: int, limit: int) -> int | None:
     what a sentence is.
     """
     best = None
-    if text.rfind("\n", start, limit) >= 0:
-        breaks = [m.end() - 1 for m in (p.match(text, start, limit) for p in _LAST_BREAKS) if m is not None]
+    if last_break(text, start, limit) >= 0:
+        edge = window_end(text, limit)
+        breaks = [m.end() - 1 for m in (p.match(text, start, edge) for p in _LAST_BREAKS) if m is not None]
         best = max((b for b in breaks if b > start), default=None)
     stop = min(len(text), limit + 1)
     reversed_window = text[start:stop][::-1]

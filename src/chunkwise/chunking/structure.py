@@ -19,7 +19,6 @@ A document without units (plain text) falls back to its blank-line paragraphs, a
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import ClassVar
@@ -27,12 +26,13 @@ from typing import ClassVar
 from chunkwise.chunking.base import BaseChunker
 from chunkwise.chunking.boundaries import LINE_LEVELS, RECURSIVE_LEVELS, Level
 from chunkwise.chunking.enforce import ContextFn, Piece, SizeLimits, pack
+from chunkwise.chunking.lines import LinePattern
 from chunkwise.chunking.measure import Measure
 from chunkwise.chunking.tables import TableHeaders
 from chunkwise.chunking.trim import trim
 from chunkwise.document import ATOMIC_KINDS, Document, UnitKind
 
-_PARAGRAPH_BREAK = re.compile(r"\n[^\S\n]*\n")
+_PARAGRAPH_BREAK = LinePattern("<br><sp>*<br>")
 
 
 @dataclass(slots=True)
