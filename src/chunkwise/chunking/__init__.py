@@ -42,9 +42,12 @@ __all__ = [
 #: after a Markdown heading is no longer a paragraph cut; 3: a list number after a sentence end, as in
 #: ``Stir. 4. Bake``, is no longer a sentence end, the recursive chunker cuts after a quoted sentence
 #: end, the semantic chunker's forced cuts leave a chunk a quarter full, and its cluster method no
-#: longer cuts where cutting gains nothing). Part of the ingest fingerprint, so stores and cached
-#: evaluation indexes built by an older revision are re-chunked rather than mixed with new chunks.
-CHUNKING_REVISION = 3
+#: longer cuts where cutting gains nothing; 4: a lone ``\r`` breaks lines as ``\n`` does, the
+#: recursive chunker finds a CJK full stop after a Latin mark (``e.g.。``) as a sentence end, and the
+#: cluster method keeps a sentence that fits a chunk whole). Part of the ingest fingerprint, so stores
+#: and cached evaluation indexes built by an older revision are re-chunked rather than mixed with new
+#: chunks.
+CHUNKING_REVISION = 4
 
 #: Chunker name -> ``"module:Class"``; modules are imported on first use.
 CHUNKERS: dict[str, str] = {
