@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from chunkwise.chunking import CHUNKERS, get_chunker, get_counter
 from chunkwise.chunking.measure import RunTokenMeasure, TokenMeasure
 from chunkwise.chunking.sentences import split_sentences
-from chunkwise.chunking.tokens import BLOCK_CHARS, CHINESE_CHARACTERS, HFTokenCounter
+from chunkwise.chunking.tokens import BLOCK_CHARS, CHINESE_CHARACTERS, HFTokenCounter, TiktokenCounter
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
 from chunkwise.models.bundled import minilm_dir
@@ -68,7 +69,39 @@ def test_minilm_counter_matches_the_tokenizer_and_blocks() -> None:
     assert get_counter(f"hf:{minilm_dir() / 'tokenizer.json'}").count(text) == len(starts)
 
 
-def test_counter_errors_are_config_errors(tmp_path) -> None:  # type: ignore[no-untyped-def]
+@pytest.fixture
+def offline_tiktoken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty tiktoken cache, and proxies at a closed port: a fetch fails at once, reaching nothing."""
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    return cache
+
+
+def test_a_tiktoken_encoding_neither_cached_nor_fetchable_is_named_with_the_cache_and_the_reason(
+    offline_tiktoken: Path,
+) -> None:
+    """tiktoken fetches an encoding missing from its cache: the error says it was not cached (naming the
+    cache directory) and could not be fetched, with the first line of the fetch's error."""
+    pytest.importorskip("tiktoken")
+    with pytest.raises(ConfigError) as caught:
+        TiktokenCounter("p50k_base")
+    cause = caught.value.__cause__
+    assert cause is not None
+    assert str(caught.value) == (
+        f"tiktoken:p50k_base: the encoding is not in tiktoken's cache ({offline_tiktoken}) and could not "
+        f"be fetched ({type(cause).__name__}: {str(cause).strip().splitlines()[0]})"
+    )
+    with pytest.raises(ConfigError, match=r"^tiktoken:no_such_encoding: tiktoken knows no such encoding"):
+        TiktokenCounter("no_such_encoding")
+    assert list(offline_tiktoken.iterdir()) == []
+
+
+def test_counter_errors_are_config_errors(tmp_path, offline_tiktoken) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(ConfigError, match="tiktoken"):
         get_counter("tiktoken:cl100k_base")
     with pytest.raises(ConfigError, match="unknown size unit"):

@@ -7,14 +7,18 @@ re-tokenising growing strings (see :mod:`chunkwise.chunking.measure`).
 
 Counters are chosen by name: ``"chars"``, ``"tokens"`` or ``"minilm"`` (the bundled all-MiniLM-L6-v2
 WordPiece tokenizer, without special tokens), ``"hf:<path to tokenizer.json>"``, ``"tiktoken:<encoding>"``
-(only when tiktoken and the encoding's file are available locally: it cannot download here).
+(tiktoken must be installed; an encoding missing from tiktoken's cache is fetched by tiktoken, and where
+that fails the error names the cache and the reason).
 """
 
 from __future__ import annotations
 
 import functools
+import os
 import re
-from collections.abc import Sequence
+import tempfile
+from collections.abc import Callable, Sequence
+from hashlib import sha1
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
@@ -204,22 +208,30 @@ class HFTokenCounter:
 
 
 class TiktokenCounter:
-    """Sizes in tokens of a tiktoken encoding whose file is already on this machine."""
+    """Sizes in tokens of a tiktoken encoding: one tiktoken has loaded or cached, or can fetch now."""
 
     def __init__(self, encoding: str) -> None:
         try:
-            import tiktoken  # type: ignore[import-not-found,unused-ignore]
+            import tiktoken.registry  # type: ignore[import-not-found,unused-ignore]
         except ImportError as exc:
             raise ConfigError(
                 f"tiktoken:{encoding}: tiktoken is not installed (pip install tiktoken)"
             ) from exc
+        local = tiktoken_local(encoding)
         try:
-            self._encoding: Any = tiktoken.get_encoding(encoding)
+            self._encoding: Any = tiktoken.registry.get_encoding(encoding)
         except Exception as exc:
-            raise ConfigError(
-                f"tiktoken:{encoding}: encoding not available locally (tiktoken cannot download it here: "
-                f"{type(exc).__name__})"
-            ) from exc
+            lines = str(exc).strip().splitlines()
+            why = f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+            if encoding not in tiktoken.registry.list_encoding_names():
+                problem = "tiktoken knows no such encoding"
+            elif local:
+                problem = "tiktoken could not load it"
+            else:
+                cache = tiktoken_cache_dir()
+                where = f"tiktoken's cache ({cache})" if cache else "tiktoken's cache (caching is off)"
+                problem = f"the encoding is not in {where} and could not be fetched"
+            raise ConfigError(f"tiktoken:{encoding}: {problem} ({why})") from exc
         self._name = f"tiktoken:{encoding}"
 
     @property
@@ -252,6 +264,51 @@ class TiktokenCounter:
     def isolated(self) -> CodeRanges:
         """None: byte-level BPE merges across characters."""
         return ()
+
+
+def tiktoken_local(encoding: str) -> bool:
+    """True when tiktoken can build ``encoding`` without the network: it is loaded already, or it is one
+    of tiktoken's known encodings and every file its constructor names is in tiktoken's cache
+    (:func:`tiktoken_cache_dir`), each file named by the SHA-1 of its URL. The URLs are the constants of
+    the constructor (and of the constructors it calls); a constructor naming none, or tiktoken missing,
+    is taken as not local. The server refuses a request's encoding that is not local (it would be
+    downloaded); :class:`TiktokenCounter` uses it to say why an encoding could not be had."""
+    try:
+        import tiktoken.registry  # type: ignore[import-not-found,unused-ignore]
+    except ImportError:
+        return False
+    if encoding in tiktoken.registry.ENCODINGS:
+        return True
+    if encoding not in tiktoken.registry.list_encoding_names():
+        return False
+    constructors: dict[str, Callable[[], Any]] = tiktoken.registry.ENCODING_CONSTRUCTORS or {}
+    urls = _urls_of(constructors[encoding], set())
+    cache = tiktoken_cache_dir()
+    return bool(urls and cache) and all(
+        os.path.exists(os.path.join(cache, sha1(url.encode()).hexdigest())) for url in urls
+    )
+
+
+def _urls_of(fn: Callable[..., Any], seen: set[Callable[..., Any]]) -> set[str]:
+    """The URL constants of function ``fn`` and of the functions of its module it calls by name."""
+    seen.add(fn)
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return set()
+    urls = {c for c in code.co_consts if isinstance(c, str) and "://" in c}
+    for name in code.co_names:
+        called = getattr(fn, "__globals__", {}).get(name)
+        if callable(called) and getattr(called, "__module__", None) == fn.__module__ and called not in seen:
+            urls |= _urls_of(called, seen)
+    return urls
+
+
+def tiktoken_cache_dir() -> str:
+    """tiktoken's cache directory, found as ``tiktoken.load.read_file_cached`` finds it:
+    ``TIKTOKEN_CACHE_DIR``, else ``DATA_GYM_CACHE_DIR``, else ``data-gym-cache`` in the temporary
+    directory. Empty when caching is off (the variable that decides is set but empty)."""
+    default = os.path.join(tempfile.gettempdir(), "data-gym-cache")
+    return os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR", default))
 
 
 def _block_starts(text: str) -> list[int]:

@@ -11,17 +11,13 @@ which refuses what would let a client reach the server's files or code, and then
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Callable
-from hashlib import sha1
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
 from chunkwise.chunking import CHUNKERS, check_param_types
-from chunkwise.chunking.tokens import COUNTER_NAMES
+from chunkwise.chunking.tokens import COUNTER_NAMES, tiktoken_local
 from chunkwise.errors import ConfigError
 from chunkwise.server.errors import ApiError
 
@@ -160,41 +156,3 @@ def check_remote_params(chunker: str, params: dict[str, Any]) -> None:
             f"params: unit: the tiktoken encoding {encoding!r} is not available on this server "
             "(it never downloads one for a request)",
         )
-
-
-def tiktoken_local(encoding: str) -> bool:
-    """True when tiktoken can build ``encoding`` without the network: it is loaded already, or it is one
-    of tiktoken's known encodings and every file its constructor names is in tiktoken's cache. The cache
-    is found as ``tiktoken.load.read_file_cached`` finds it (``TIKTOKEN_CACHE_DIR``, else
-    ``DATA_GYM_CACHE_DIR``, else ``data-gym-cache`` in the temporary directory; an empty one is no cache),
-    each file named by the SHA-1 of its URL. The URLs are the constants of the constructor (and of the
-    constructors it calls); a constructor naming none, or tiktoken missing, is taken as not local."""
-    try:
-        import tiktoken.registry  # type: ignore[import-not-found,unused-ignore]
-    except ImportError:
-        return False
-    if encoding in tiktoken.registry.ENCODINGS:
-        return True
-    if encoding not in tiktoken.registry.list_encoding_names():
-        return False
-    constructors: dict[str, Callable[[], Any]] = tiktoken.registry.ENCODING_CONSTRUCTORS or {}
-    urls = _urls_of(constructors[encoding], set())
-    default = os.path.join(tempfile.gettempdir(), "data-gym-cache")
-    cache = os.environ.get("TIKTOKEN_CACHE_DIR", os.environ.get("DATA_GYM_CACHE_DIR", default))
-    return bool(urls and cache) and all(
-        os.path.exists(os.path.join(cache, sha1(url.encode()).hexdigest())) for url in urls
-    )
-
-
-def _urls_of(fn: Callable[..., Any], seen: set[Callable[..., Any]]) -> set[str]:
-    """The URL constants of function ``fn`` and of the functions of its module it calls by name."""
-    seen.add(fn)
-    code = getattr(fn, "__code__", None)
-    if code is None:
-        return set()
-    urls = {c for c in code.co_consts if isinstance(c, str) and "://" in c}
-    for name in code.co_names:
-        called = getattr(fn, "__globals__", {}).get(name)
-        if callable(called) and getattr(called, "__module__", None) == fn.__module__ and called not in seen:
-            urls |= _urls_of(called, seen)
-    return urls
