@@ -20,6 +20,7 @@ from chunkwise.document import Document
 from chunkwise.errors import ChunkingError, ConfigError, LLMResponseError
 from chunkwise.models.protocols import Message
 from chunkwise.parsing.builder import DocumentBuilder
+from chunkwise.parsing.text import text_document
 from tests.support.contract import check_contract
 from tests.support.documents import sample_doc
 from tests.support.fakes import FakeLLM
@@ -250,6 +251,25 @@ def test_sections_fall_back_to_fixed_spans_without_headings() -> None:
     assert run.report.windows[0].outcome == FALLBACK
     assert run.report.stats["sections"] > 5
     check_contract(doc, run.chunks, CHARS, 300)
+
+
+def test_sections_place_starts_on_the_lines_of_an_old_mac_text() -> None:
+    """Plain text keeps a lone ``\\r`` as its line ending: the model is shown its lines numbered one by
+    one, and a section start it places on one of them cuts there."""
+    text = "Baggage rules apply to all flights.\rEach passenger has an allowance.\r\r"
+    text += "Pets travel in the cabin.\rA pet carrier counts as one bag.\r"
+    doc = text_document("old-mac.txt", text)
+    answer = {"sections": [{"title": "Baggage", "start_line": 0}, {"title": "Pets", "start_line": 3}]}
+    llm = FakeLLM([answer])
+    run = _sections(llm).run(doc)
+    assert llm.prompts[0].split("\n")[:2] == [
+        "[0] Baggage rules apply to all flights.",
+        "[1] Each passenger has an allowance.",
+    ]
+    assert run.report.outcomes() == {VALID: 1}
+    assert [c.section[0] for c in run.chunks] == ["Baggage", "Pets"]
+    assert run.chunks[1].start == text.index("Pets")
+    check_contract(doc, run.chunks, CHARS, 400)
 
 
 def test_sections_rejects_itself_as_inner_chunker() -> None:

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chunkwise.chunking.alignment import align_pieces
 from chunkwise.chunking.logprob_curve import BoundaryCurve, local_peaks, normalise_decay, pick_boundaries
 from chunkwise.chunking.sections_plan import SectionStart, line_starts, numbered_lines, repair_sections
 from chunkwise.chunking.wrac_plan import check_plan, describe, list_runs, parse_plan, plan_boundaries
+from chunkwise.document import Document
 from tests.support.documents import sample_doc
 
 DOC = sample_doc()
@@ -93,6 +97,26 @@ def test_list_runs_are_consecutive_items_only() -> None:
     assert [[u.id for u in run] for run in list_runs(DOC.units, DOC.text)] == [["u8", "u9", "u10"]]
 
 
+def _with_endings(doc: Document, ending: str) -> Document:
+    """``doc`` with every ``\\n`` written as ``ending`` and its units moved to match."""
+
+    def moved(offset: int) -> int:
+        return offset + doc.text.count("\n", 0, offset) * (len(ending) - 1)
+
+    units = tuple(
+        dataclasses.replace(u, start=moved(u.start), end=moved(u.end), text=u.text.replace("\n", ending))
+        for u in doc.units
+    )
+    return dataclasses.replace(doc, text=doc.text.replace("\n", ending), units=units)
+
+
+@pytest.mark.parametrize("ending", ["\r", "\r\n"])
+def test_list_runs_are_the_same_whatever_the_line_endings(ending: str) -> None:
+    """Items separated by one ``\\r\\n`` or one lone ``\\r`` form a list, as with ``\\n``."""
+    doc = _with_endings(DOC, ending)
+    assert [[u.id for u in run] for run in list_runs(doc.units, doc.text)] == [["u8", "u9", "u10"]]
+
+
 def test_section_repair_drops_sorts_dedupes_and_anchors_the_first() -> None:
     value = {
         "sections": [
@@ -120,6 +144,30 @@ def test_numbered_lines_skip_blank_lines_but_keep_numbers() -> None:
     starts = line_starts(text)
     assert starts == [0, 8, 9, 20]
     assert numbered_lines(text, starts, 0, 3) == "[0] # Title\n[2] first line\n[3] second"
+
+
+def test_lone_carriage_returns_number_lines_too() -> None:
+    """An old Mac OS file's lone ``\\r`` ends its lines: the model sees each numbered, without breaks."""
+    text = "# Title\r\rfirst line\rsecond\r"
+    starts = line_starts(text)
+    assert starts == [0, 8, 9, 20]
+    assert numbered_lines(text, starts, 0, 3) == "[0] # Title\n[2] first line\n[3] second"
+    crlf = "# Title\r\n\r\nfirst line\r\nsecond\r\n"
+    assert line_starts(crlf) == [0, 9, 11, 23]
+    assert numbered_lines(crlf, line_starts(crlf), 0, 3) == "[0] # Title\n[2] first line\n[3] second"
+
+
+@settings(max_examples=200, deadline=None)
+@given(text=st.text(st.sampled_from("ab \n"), max_size=40), ending=st.sampled_from(["\r", "\r\n"]))
+def test_lines_are_numbered_alike_whatever_the_line_endings(text: str, ending: str) -> None:
+    """The same lines, whether they end in ``\\n``, ``\\r\\n`` or a lone ``\\r``; every start is an offset
+    into the text as given, just after its line break."""
+    other = text.replace("\n", ending)
+    starts, other_starts = line_starts(text), line_starts(other)
+    assert len(other_starts) == len(starts)
+    assert all(other[s - 1] in "\r\n" for s in other_starts[1:])
+    last = len(starts) - 1
+    assert numbered_lines(other, other_starts, 0, last) == numbered_lines(text, starts, 0, last)
 
 
 def test_alignment_exact_fuzzy_and_failed_pieces() -> None:

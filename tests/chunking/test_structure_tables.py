@@ -47,6 +47,29 @@ def test_headers_match_the_rule_for_offsets_in_any_order(lines: list[str], data:
         assert table_header(text, offset) == expected
 
 
+@settings(max_examples=200, deadline=None)
+@given(lines=_LINES, data=st.data())
+def test_lone_carriage_returns_end_table_rows_too(lines: list[str], data: st.DataObject) -> None:
+    """An old Mac OS file's rows end in a lone ``\\r``: its tables have the headers the same rows ending
+    in ``\\n`` have (the offsets are the same, one character per line break)."""
+    text = "\n".join(lines)
+    old_mac = text.replace("\n", "\r")
+    headers = TableHeaders(old_mac)
+    for offset in data.draw(st.lists(st.integers(0, len(text)), max_size=20)):
+        expected = _reference(text, offset).replace("\n", "\r")
+        assert headers.header(offset) == expected
+        assert table_header(old_mac, offset) == expected
+
+
+def test_crlf_table_rows_keep_their_carriage_return() -> None:
+    """With ``\\r\\n`` endings the ``\\r`` is inside the row (lines.py): the header keeps the one ending its
+    delimiter row, as the ``\\n`` version's header has none."""
+    text = "Intro.\r\n| a | b |\r\n|---|---|\r\n| 1 | 2 |\r\n| 3 | 4 |"
+    for row in ("| 1", "| 3"):
+        assert table_header(text, text.index(row)) == "| a | b |\r\n|---|---|\r"
+    assert table_header(text, text.index("|---")) == ""
+
+
 class _CountingText(str):
     """A text that counts the backward line searches made on it."""
 
@@ -63,8 +86,9 @@ def test_rows_asked_in_order_walk_the_table_once() -> None:
     headers = TableHeaders(text)
     starts = [i + 1 for i, ch in enumerate(text) if ch == "\n" and text.startswith("| ", i + 1)]
     assert all(headers.header(s) == "| a | b |\n|---|---|" for s in starts[1:])
-    # One search per asked row and one per row walked over, not one per row per question.
-    assert _CountingText.searches <= 3 * rows
+    # Two searches (the last \\n, then a lone \\r after it) per asked row and per row walked over, not
+    # per row per question.
+    assert _CountingText.searches <= 5 * rows
 
 
 def test_every_chunk_of_a_long_split_table_carries_its_header() -> None:

@@ -44,10 +44,11 @@ __all__ = [
 #: end, the semantic chunker's forced cuts leave a chunk a quarter full, and its cluster method no
 #: longer cuts where cutting gains nothing; 4: a lone ``\r`` breaks lines as ``\n`` does, the
 #: recursive chunker finds a CJK full stop after a Latin mark (``e.g.。``) as a sentence end, and the
-#: cluster method keeps a sentence that fits a chunk whole). Part of the ingest fingerprint, so stores
-#: and cached evaluation indexes built by an older revision are re-chunked rather than mixed with new
-#: chunks.
-CHUNKING_REVISION = 4
+#: cluster method keeps a sentence that fits a chunk whole; 5: a lone ``\r`` also ends the lines the
+#: sections chunker numbers and table rows, and it or ``\r\n`` joins W-RAC's list items as ``\n`` does).
+#: Part of the ingest fingerprint, so stores and cached evaluation indexes built by an older revision
+#: are re-chunked rather than mixed with new chunks.
+CHUNKING_REVISION = 5
 
 #: Chunker name -> ``"module:Class"``; modules are imported on first use.
 CHUNKERS: dict[str, str] = {

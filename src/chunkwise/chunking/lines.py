@@ -58,6 +58,23 @@ def is_break(text: str, i: int) -> bool:
     return char == "\n" or (char == "\r" and not text.startswith("\n", i + 1))
 
 
+def next_break(text: str, start: int) -> int:
+    """The index of the first line break character in ``text[start:]``, or -1.
+
+    Two ``str.find`` calls: the first ``\\n``, then the first ``\\r`` before it, a line break unless
+    that ``\\n`` follows it.
+    """
+    found = text.find("\n", start)
+    r = text.find("\r", start, found if found >= 0 else len(text))
+    return r if r >= 0 and is_break(text, r) else found
+
+
+def is_one_break(text: str, start: int, end: int) -> bool:
+    """Whether ``text[start:end]`` is exactly one line break: ``\\n``, ``\\r\\n`` or a lone ``\\r``."""
+    length = end - start
+    return (length == 1 and is_break(text, start)) or (length == 2 and text.startswith("\r\n", start))
+
+
 def window_end(text: str, limit: int) -> int:
     """The end to give a regular expression searching ``text[:limit]``: ``limit``, or ``limit - 1`` where
     ``limit`` splits a ``\\r\\n`` (the search would see that ``\\r`` followed by nothing, a lone one)."""

@@ -13,6 +13,8 @@ import itertools
 from dataclasses import dataclass
 from typing import Any
 
+from chunkwise.chunking.lines import LinePattern
+
 #: JSON schema of the answer, given to the LLM's structured output.
 SECTIONS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -41,21 +43,27 @@ class SectionStart:
     title: str
 
 
+#: A line break as :mod:`chunkwise.chunking.lines` defines it (``\n``, ``\r\n`` or a lone ``\r``).
+_BREAK = LinePattern("<br>")
+
+
 def line_starts(text: str) -> list[int]:
-    """Offset of the first character of every line (a trailing newline opens no new line)."""
-    starts = [0]
-    for offset, char in enumerate(text):
-        if char == "\n" and offset + 1 < len(text):
-            starts.append(offset + 1)
-    return starts
+    """Offset of the first character of every line (a trailing line break opens no new line).
+
+    Lines end as :mod:`chunkwise.chunking.lines` says: plain text keeps its file's endings, and an old
+    Mac OS file's lone ``\\r`` ends lines that the model must see, and place section starts on, one by one.
+    """
+    return [0, *(m.end() for m in _BREAK.finditer(text, 0, len(text)) if m.end() < len(text))]
 
 
 def numbered_lines(text: str, starts: list[int], first: int, last: int) -> str:
-    """Lines ``first..last`` (inclusive) as ``[n] text``, skipping blank ones (their numbers stay)."""
+    """Lines ``first..last`` (inclusive) as ``[n] text``, skipping blank ones (their numbers stay).
+
+    A line is shown without its line break (``\\n``, ``\\r\\n`` or ``\\r``): rows are joined by ``\\n``."""
     rows: list[str] = []
     for number in range(first, last + 1):
         end = starts[number + 1] if number + 1 < len(starts) else len(text)
-        line = text[starts[number] : end].rstrip("\n")
+        line = text[starts[number] : end].rstrip("\r\n")
         if line.strip():
             rows.append(f"[{number}] {line}")
     return "\n".join(rows)

@@ -2,14 +2,18 @@
 
 A table row alone says little (``| CloudSaver (Economy) | 1 | 23 kg |``). A chunk that starts inside a
 table body carries the table's header and delimiter rows as context, and an extractive answer that
-quotes a row quotes its header row beside it; both find them here.
+quotes a row quotes its header row beside it; both find them here. Rows are lines as
+:mod:`chunkwise.chunking.lines` defines them (a lone ``\\r`` ends one too); with ``\\r\\n`` endings the
+header text keeps the ``\\r`` that ends its delimiter row, as the row itself does.
 """
 
 from __future__ import annotations
 
+from chunkwise.chunking.lines import last_break, next_break
+
 
 def _line_start(text: str, offset: int) -> int:
-    return text.rfind("\n", 0, offset) + 1
+    return last_break(text, 0, offset) + 1
 
 
 class TableHeaders:
@@ -45,8 +49,8 @@ class TableHeaders:
                 break
             first = previous
         self._row, self._first = line, first
-        second = text.find("\n", first)
-        end = text.find("\n", second + 1) if second >= 0 else -1
+        second = next_break(text, first)
+        end = next_break(text, second + 1) if second >= 0 else -1
         if end < 0 or line <= end:  # the header or delimiter row itself
             return ""
         return text[first:end]

@@ -31,6 +31,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from chunkwise.chunking.lines import is_one_break
 from chunkwise.document import ATOMIC_KINDS, Unit, UnitKind
 
 #: JSON schema of a plan, given to the LLM's structured output.
@@ -83,13 +84,14 @@ def content_units(units: Sequence[Unit]) -> list[Unit]:
 
 
 def list_runs(units: Sequence[Unit], text: str) -> list[list[Unit]]:
-    """Runs of list items that form one list or procedure (items separated by a single line break)."""
+    """Runs of list items that form one list or procedure (items separated by a single line break:
+    ``\\n``, ``\\r\\n`` or a lone ``\\r``, see :mod:`chunkwise.chunking.lines`)."""
     runs: list[list[Unit]] = []
     for unit in units:
         if unit.kind is not UnitKind.LIST_ITEM:
             continue
         previous = runs[-1][-1] if runs else None
-        if previous is not None and text[previous.end : unit.start] == "\n":
+        if previous is not None and is_one_break(text, previous.end, unit.start):
             runs[-1].append(unit)
         else:
             runs.append([unit])
