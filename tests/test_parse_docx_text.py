@@ -136,6 +136,18 @@ def test_a_deleted_paragraph_mark_joins_the_paragraph_to_the_next(tmp_path: Path
     assert doc.text == "# Joined on title\n\nKept apart.\n\nBefore a table.\n\n| cell |\n|---|"
 
 
+def test_a_deleted_paragraph_mark_joins_across_markup_and_inside_table_cells(tmp_path: Path) -> None:
+    """The join does not stop at markup between the paragraphs (a bookmark's end), and a table cell's
+    paragraphs, otherwise joined with a space, join the same way as the body's."""
+    deleted = f'<w:pPr><w:rPr><w:del w:id="5" {_REVISION}/></w:rPr></w:pPr>'
+    cell = f"<w:tc><w:p>{deleted}{run('in')}</w:p><w:p>{run('side')}</w:p><w:p>{run('apart')}</w:p></w:tc>"
+    body = (
+        f'<w:p>{deleted}{run("run")}</w:p><w:bookmarkEnd w:id="0"/><w:p>{run("on")}</w:p>'
+        f"<w:tbl><w:tr>{cell}</w:tr></w:tbl>"
+    )
+    assert parse_file(docx_with_body(tmp_path, body)).text == "runon\n\n| inside apart |\n|---|"
+
+
 _NOTE_PARTS = {
     "footnote": "http://schemas.openxmlformats.org/officeDocument/2006/relationships/footnotes",
     "endnote": "http://schemas.openxmlformats.org/officeDocument/2006/relationships/endnotes",

@@ -20,8 +20,9 @@ derived from the built-in ones are recognised:
 Tracked changes are shown accepted (the document as revised): inserted text is read, deleted text
 (``w:del``) and the old place of moved text (``w:moveFrom``) are not, and a paragraph whose mark is
 deleted (``w:pPr/w:rPr/w:del`` or ``w:moveFrom``) runs on into the next paragraph, as Word shows it
-once the change is accepted: its text is joined to the next paragraph's without a space, and the
-joined paragraph takes the next one's style, whose mark survives.
+once the change is accepted: its text is joined to the next paragraph's without a space (in the body,
+a table cell, a text box or a note alike, and across bookmark marks between the two), and the joined
+paragraph takes the next one's style, whose mark survives.
 
 Footnotes and endnotes (``word/footnotes.xml``, ``word/endnotes.xml``) are content: each reference
 becomes a Markdown footnote reference ``[^n]`` where it stands, ``n`` counting the notes of both kinds
@@ -52,8 +53,11 @@ _W = f"{{{_W_NS}}}"
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
 #: Subtrees whose text is not part of what the document shows (see :func:`_paragraph_text`).
 _NOT_SHOWN = frozenset({f"{_W}del", f"{_W}moveFrom", f"{_MC}Fallback"})
-#: The marks on a paragraph's ``w:rPr`` that delete its paragraph mark (see :meth:`_BodyWalker.walk`).
+#: The marks on a paragraph's ``w:rPr`` that delete its paragraph mark (see :func:`_mark_removed`).
 _MARK_REMOVED = (f"{_W}pPr/{_W}rPr/{_W}del", f"{_W}pPr/{_W}rPr/{_W}moveFrom")
+#: The block-level content of a body or a table cell. Other children (bookmark, comment-range and
+#: permission marks) sit between the blocks without parting them: a deleted mark joins across them.
+_BLOCKS = frozenset({f"{_W}p", f"{_W}tbl", f"{_W}sdt", f"{_W}customXml"})
 #: Note reference elements and the part holding each kind of note, by relationship type.
 _NOTE_REFERENCES = frozenset({f"{_W}footnoteReference", f"{_W}endnoteReference"})
 _NOTE_PARTS = {
@@ -279,11 +283,13 @@ class _BodyWalker:
         for child in container.iterchildren():
             if child.tag == f"{_W}p":
                 text = carried + _paragraph_text(child, self._notes)
-                if any(child.find(path) is not None for path in _MARK_REMOVED):
+                if _mark_removed(child):
                     carried = text
                     continue
                 self._paragraph(child, text)
                 carried = ""
+                continue
+            if child.tag not in _BLOCKS:
                 continue
             if carried:
                 self.builder.paragraph(carried)
@@ -374,10 +380,27 @@ def _numbering_properties(candidates: tuple[Any, ...]) -> tuple[str, int] | None
     return None
 
 
+def _mark_removed(p: Any) -> bool:
+    """Whether paragraph ``p``'s mark is deleted (``w:del``) or moved away (``w:moveFrom``): accepted,
+    the paragraph runs on into the next one, as Word shows it."""
+    return any(p.find(path) is not None for path in _MARK_REMOVED)
+
+
+def _runs_on_from_previous(p: Any) -> bool:
+    """Whether paragraph ``p`` continues the block before it in its container, a paragraph whose mark
+    is deleted (the rule :meth:`_BodyWalker.walk` applies to the body, here for the paragraphs of table
+    cells, text boxes and notes)."""
+    previous = p.getprevious()
+    while previous is not None and previous.tag not in _BLOCKS:  # comments' tags are not strings
+        previous = previous.getprevious()
+    return previous is not None and previous.tag == f"{_W}p" and _mark_removed(previous)
+
+
 def _paragraph_text(element: Any, notes: _Notes) -> str:
     """The visible text under ``element`` (a ``w:p``, a ``w:tc`` or a note): runs, hyperlinks, field
     results, tabs and breaks, note references as ``[^n]`` (numbered by ``notes``), the paragraphs of
-    text boxes and nested tables separated by spaces.
+    text boxes and nested tables separated by spaces, except after a paragraph whose mark is deleted
+    (:func:`_runs_on_from_previous`).
 
     Left out: deleted text (``w:del``, whose ``w:delText`` is not read anyway), the old place of moved
     text (``w:moveFrom``: the text also stands at its ``w:moveTo``) and the ``mc:Fallback`` of alternate
@@ -397,7 +420,9 @@ def _paragraph_text(element: Any, notes: _Notes) -> str:
             parts.append("-")
         elif tag in _NOTE_REFERENCES:
             parts.append(notes.reference(node))
-        elif tag in _ONE_SPACE or (tag == f"{_W}p" and node is not element):
+        elif tag in _ONE_SPACE or (
+            tag == f"{_W}p" and node is not element and not _runs_on_from_previous(node)
+        ):
             parts.append(" ")
         stack.extend(reversed(node))
     return "".join(parts)
