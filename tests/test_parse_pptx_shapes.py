@@ -111,3 +111,52 @@ def test_alternate_content_is_read_once_from_the_understood_branch(
     it understands, else the Fallback, never both."""
     path = deck_with_slide_edit(tmp_path, {"</p:spTree>": f"{content}</p:spTree>"})
     assert parse_file(path).text == f"# Plan\n\nPack light\n\n{read}"
+
+
+#: The title placeholder of the deck of :func:`deck_with_slide_edit`, as python-pptx writes it.
+_TITLE = (
+    '<p:sp><p:nvSpPr><p:cNvPr id="2" name="Title 1"/><p:cNvSpPr><a:spLocks noGrp="1"/></p:cNvSpPr>'
+    '<p:nvPr><p:ph type="title"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody><a:bodyPr/><a:lstStyle/>'
+    "<a:p><a:r><a:t>Plan</a:t></a:r></a:p></p:txBody></p:sp>"
+)
+#: A picture and a graphic frame that claim the title placeholder: neither holds text.
+_TITLE_PICTURE = (
+    '<p:pic><p:nvPicPr><p:cNvPr id="7" name="Picture"/><p:cNvPicPr/><p:nvPr><p:ph type="title"/></p:nvPr>'
+    "</p:nvPicPr><p:blipFill/><p:spPr/></p:pic>"
+)
+_TITLE_FRAME = (
+    '<p:graphicFrame><p:nvGraphicFramePr><p:cNvPr id="8" name="Frame"/><p:cNvGraphicFramePr/><p:nvPr>'
+    '<p:ph type="title"/></p:nvPr></p:nvGraphicFramePr><p:xfrm/><a:graphic><a:graphicData uri="x"/>'
+    "</a:graphic></p:graphicFrame>"
+)
+
+
+@pytest.mark.parametrize(
+    "edits",
+    [
+        pytest.param(
+            {
+                _TITLE: f'<mc:AlternateContent xmlns:mc="{_MC_NS}" {_P14}><mc:Choice Requires="p14">'
+                f"{_TITLE}</mc:Choice><mc:Fallback>{_TITLE}</mc:Fallback></mc:AlternateContent>"
+            },
+            id="title in alternate content",
+        ),
+        pytest.param(
+            {'id="3" name="TextBox 2"': 'id="2" name="TextBox 2"'}, id="a shape with the title's id"
+        ),
+        pytest.param({_TITLE: _TITLE_PICTURE + _TITLE}, id="a picture as title placeholder"),
+        pytest.param({_TITLE: _TITLE_FRAME + _TITLE}, id="a graphic frame as title placeholder"),
+    ],
+)
+def test_the_title_is_the_text_placeholder_found_by_the_shape_walk(
+    tmp_path: Path, edits: dict[str, str]
+) -> None:
+    """The title is looked for among the shapes the parser reads, alternate content included, and only
+    that one shape is left out of the body: a title wrapped in ``mc:AlternateContent`` was read as a
+    paragraph, a shape sharing the title's id was dropped, and a title placeholder without text (a
+    picture, a graphic frame) raised a bare ``AttributeError``."""
+    doc = parse_file(deck_with_slide_edit(tmp_path, edits))
+    assert [(unit.kind, unit.text) for unit in doc.units] == [
+        (UnitKind.HEADING, "# Plan"),
+        (UnitKind.PARAGRAPH, "Pack light"),
+    ]

@@ -6,7 +6,8 @@ as ``page``.
 
 Mapping, decided from the decks of ``data/formats/`` (rendered from Markdown originals):
 
-* The first slide's title is the presentation title (heading level 1); later slide titles are level 2
+* The title is the slide's title placeholder (found with the shapes, so alternate content counts).
+  The first slide's title is the presentation title (heading level 1); later slide titles are level 2
   under it (level 1 when the first slide has no title).
 * Inside a text frame, a paragraph that is entirely bold, has no bullet and has extra space before it
   is a sub-heading, one level below the slide's title (one more when it directly follows another
@@ -109,7 +110,8 @@ def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool
         raise unreadable(source, "pptx", exc) from exc
     for number, slide in enumerate(slides, start=1):
         _require_shape_tree(slide, f"slide {number}", source)
-        title_shape = _title_shape(slide)
+        shapes = list(_shapes(slide.shapes.element, slide.shapes, f"slide {number}", source))
+        title_shape = _title_shape(shapes)
         title_level = 1 if number == 1 or not deck_title else 2
         title_text = title_shape.text_frame.text if title_shape is not None else ""
         if title_text.strip():
@@ -118,9 +120,8 @@ def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool
             sub_level = title_level + 1
         else:
             sub_level = 2 if deck_title else 1
-        title_id = title_shape.shape_id if title_shape is not None else None
-        for shape in _shapes(slide.shapes.element, slide.shapes, f"slide {number}", source):
-            if shape.shape_id == title_id:
+        for shape in shapes:
+            if shape is title_shape:
                 continue
             if getattr(shape, "has_table", False):
                 rows = [
@@ -143,12 +144,23 @@ def _require_shape_tree(slide: Any, what: str, source: str) -> None:
         raise CorruptFileError(source, f"cannot read as PPTX: {what} has no shape tree")
 
 
-def _title_shape(slide: Any) -> Any:
-    """The slide's title placeholder, or ``None``."""
-    from pptx.enum.shapes import PP_PLACEHOLDER
+def _title_shape(shapes: list[Any]) -> Any:
+    """The slide's title: the first title placeholder with a text frame among ``shapes`` (a slide's
+    :func:`_shapes`), or ``None``.
 
-    for shape in slide.placeholders:
-        if shape.placeholder_format.type in (PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE):
+    Looked for in the shapes the parser reads rather than in python-pptx's ``slide.placeholders``,
+    which skips alternate content: a title drawn inside ``mc:AlternateContent`` is still the title.
+    As there, a group's shapes are not placeholders; a picture or graphic frame that claims the
+    title placeholder has no text and is passed over.
+    """
+    from pptx.enum.shapes import PP_PLACEHOLDER
+    from pptx.shapes.placeholder import SlidePlaceholder
+
+    for shape in shapes:
+        if isinstance(shape, SlidePlaceholder) and shape.placeholder_format.type in (
+            PP_PLACEHOLDER.TITLE,
+            PP_PLACEHOLDER.CENTER_TITLE,
+        ):
             return shape
     return None
 
