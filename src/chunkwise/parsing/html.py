@@ -319,11 +319,11 @@ class _Walker:
 
     def _open_list(self, node: LexborNode, ordered: bool) -> None:
         """Open a list numbered as a browser numbers it: from ``start`` (default 1), counting down in a
-        ``reversed`` list, whose default start is its number of items."""
+        ``reversed`` list, whose default start is its number of items (:func:`_owned_items`)."""
         reversed_list = ordered and "reversed" in node.attributes
         start = html_integer(node.attributes.get("start"))
         if start is None:
-            start = sum(1 for child in node.iter() if child.tag == "li") if reversed_list else 1
+            start = _owned_items(node) if reversed_list else 1
         self.blocks.open_list(ordered=ordered, start=start, step=-1 if reversed_list else 1)
 
     def _push(self, closer: Callable[[], None] | None) -> bool:
@@ -366,6 +366,21 @@ class _Walker:
         walker._inline_only = 1
         walker.walk(node)
         return " ".join(unit.text for unit in cell.finish().build("cell").units)
+
+
+def _owned_items(list_node: LexborNode) -> int:
+    """The ``li`` elements a list owns, as HTML defines them for a reversed list's default start: its
+    ``li`` descendants whose nearest list ancestor it is, so an item wrapped in a ``div`` counts (the
+    walk numbers it in this list too) and the items of nested lists do not. Iterative, so no nesting
+    depth exhausts the stack."""
+    count = 0
+    stack = list(list_node.iter())
+    while stack:
+        node = stack.pop()
+        count += node.tag == "li"
+        if node.tag not in ("ol", "ul", "menu"):
+            stack.extend(node.iter())
+    return count
 
 
 #: An HTML integer: leading whitespace, an optional sign, ASCII digits; anything after them is ignored.
