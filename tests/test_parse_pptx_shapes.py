@@ -13,6 +13,7 @@ from pptx.util import Inches
 from chunkwise.document import UnitKind
 from chunkwise.errors import CorruptFileError
 from chunkwise.parsing import parse_file
+from chunkwise.parsing import pptx as pptx_parser
 from tests.support.packages import edited_package
 
 #: The text box of the deck below, as python-pptx writes it: its flag, geometry and paragraph.
@@ -160,3 +161,28 @@ def test_the_title_is_the_text_placeholder_found_by_the_shape_walk(
         (UnitKind.HEADING, "# Plan"),
         (UnitKind.PARAGRAPH, "Pack light"),
     ]
+
+
+def test_the_shape_walk_does_not_recurse_per_nesting_level() -> None:
+    """python-pptx's XML parser stops at 256 levels of nesting (such a deck is refused as corrupt), but
+    the walk through groups and alternate content must not rely on that: a shape tree 1,800 levels
+    deep, as a parser without the limit builds it, is walked without exhausting the stack."""
+    from lxml import etree
+    from pptx.oxml import element_class_lookup
+
+    group = '<p:grpSp><p:nvGrpSpPr><p:cNvPr id="5" name="Group"/><p:cNvGrpSpPr/><p:nvPr/></p:nvGrpSpPr>'
+    choice = f'<mc:AlternateContent xmlns:mc="{_MC_NS}" {_P14}><mc:Choice Requires="p14">'
+    levels = 600
+    xml = (
+        '<p:spTree xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main" '
+        'xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main">'
+        + (group + choice) * levels
+        + text_shape(9, "Deep")
+        + "</mc:Choice></mc:AlternateContent></p:grpSp>" * levels
+        + "</p:spTree>"
+    )
+    parser = etree.XMLParser(huge_tree=True)
+    parser.set_element_class_lookup(element_class_lookup)
+    tree = etree.fromstring(xml.encode("utf-8"), parser)
+    shapes = list(pptx_parser._shapes(tree, None, "slide 1", "deep.pptx"))
+    assert [shape.text_frame.text for shape in shapes] == ["Deep"]

@@ -165,9 +165,9 @@ def _title_shape(shapes: list[Any]) -> Any:
     return None
 
 
-def _shapes(container: Any, shapes: Any, where: str, source: str, in_group: bool = False) -> Iterator[Any]:
-    """Every shape under ``container`` (a shape tree or a group) in tree order, group shapes flattened
-    and alternate content resolved (:func:`_chosen_content`), as python-pptx shapes of ``shapes``.
+def _shapes(container: Any, shapes: Any, where: str, source: str) -> Iterator[Any]:
+    """Every shape under ``container`` (a shape tree) in tree order, group shapes flattened and
+    alternate content resolved (:func:`_chosen_content`), as python-pptx shapes of ``shapes``.
 
     A shape whose first child is not its non-visual properties (with ``p:cNvPr``, the shape's id) is
     refused as corrupt: python-pptx would fail reading its id with an ``AttributeError``, the same as
@@ -176,23 +176,32 @@ def _shapes(container: Any, shapes: Any, where: str, source: str, in_group: bool
     Groups are told by their element (``p:grpSp``): python-pptx's ``shape_type`` fails, as for a type it
     does not know, on a text shape that has neither a geometry nor the text-box flag, a shape some
     generators write and that PowerPoint shows.
+
+    The walk keeps its open containers on a list rather than recursing, so no depth of nested groups
+    and alternate content can exhaust the stack, whatever depth the XML parser allows.
     """
     from pptx.shapes.shapetree import BaseShapeFactory, SlideShapeFactory
 
-    for element in container.iterchildren():
-        if element.tag == f"{_MC}AlternateContent":
+    # The children still to read of each open container (the tree, a group, a chosen branch), and
+    # whether that container is inside a group.
+    open_containers: list[tuple[Iterator[Any], bool]] = [(container.iterchildren(), False)]
+    while open_containers:
+        children, in_group = open_containers[-1]
+        element = next(children, None)
+        if element is None:
+            open_containers.pop()
+        elif element.tag == f"{_MC}AlternateContent":
             chosen = _chosen_content(element)
             if chosen is not None:
-                yield from _shapes(chosen, shapes, where, source, in_group)
+                open_containers.append((chosen.iterchildren(), in_group))
+        elif element.tag not in _SHAPE_TAGS:
             continue
-        if element.tag not in _SHAPE_TAGS:
-            continue
-        if not element.xpath("./*[1]/p:cNvPr"):
+        elif not element.xpath("./*[1]/p:cNvPr"):
             raise CorruptFileError(
                 source, f"cannot read as PPTX: a shape of {where} has no non-visual properties"
             )
-        if element.tag == f"{_P}grpSp":
-            yield from _shapes(element, shapes, where, source, in_group=True)
+        elif element.tag == f"{_P}grpSp":
+            open_containers.append((element.iterchildren(), True))
         else:  # python-pptx's own choice: a slide's placeholders are placeholders, a group's are shapes
             yield (BaseShapeFactory if in_group else SlideShapeFactory)(element, shapes)
 
