@@ -244,3 +244,24 @@ def test_a_notes_part_that_is_not_xml_is_corrupt(tmp_path: Path) -> None:
     path = docx_with_notes(tmp_path, body, {"footnote": "<w:footnote w:id='1'><w:p>"})
     with pytest.raises(CorruptFileError, match="cannot read as DOCX"):
         parse_file(path)
+
+
+def test_the_body_walk_does_not_recurse_per_nesting_level() -> None:
+    """python-docx's XML parser stops at 256 levels of nesting (such a file is refused as corrupt), but
+    the walk through content controls and custom XML must not rely on that: a body 1,800 levels deep,
+    as a parser without the limit builds it, is walked without exhausting the stack."""
+    from lxml import etree
+
+    from chunkwise.parsing import docx as docx_parser
+
+    levels = 600
+    body = (
+        f'<w:body xmlns:w="{_W_NS}">'
+        + "<w:sdt><w:sdtContent><w:customXml>" * levels
+        + f"<w:p>{run('Deep')}</w:p>"
+        + "</w:customXml></w:sdtContent></w:sdt>" * levels
+        + "</w:body>"
+    )
+    walker = docx_parser._BodyWalker(docx.Document(), docx_parser._Notes())
+    walker.walk(etree.fromstring(body.encode("utf-8"), etree.XMLParser(huge_tree=True)))
+    assert walker.builder.build("deep.docx").text == "Deep"

@@ -39,6 +39,7 @@ from __future__ import annotations
 
 import io
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -273,37 +274,42 @@ class _BodyWalker:
         self._styles, self._default_style = _style_index(document)
         self._notes = notes
 
-    def walk(self, container: Any) -> None:
-        """Add every paragraph and table under ``container`` (a body, a content control, custom XML).
+    def walk(self, body: Any) -> None:
+        """Add every paragraph and table under ``body``, content controls (``w:sdt``) and custom XML
+        blocks (``w:customXml``) descended into.
 
         The text of a paragraph whose mark is deleted is carried into the next paragraph of the same
         container; with none left to join (a table follows, or the container ends) it stands alone.
+        The open containers are kept on a list rather than recursed into, so no nesting depth can
+        exhaust the stack, whatever depth the XML parser allows.
         """
         carried = ""
-        for child in container.iterchildren():
-            if child.tag == f"{_W}p":
+        open_containers: list[Iterator[Any]] = [body.iterchildren()]
+        while open_containers:
+            child = next(open_containers[-1], None)
+            if child is not None and child.tag == f"{_W}p":
                 text = carried + _paragraph_text(child, self._notes)
                 if _mark_removed(child):
                     carried = text
-                    continue
-                self._paragraph(child, text)
-                carried = ""
+                else:
+                    self._paragraph(child, text)
+                    carried = ""
                 continue
-            if child.tag not in _BLOCKS:
-                continue
-            if carried:
+            if child is not None and child.tag not in _BLOCKS:
+                continue  # markup between blocks (a bookmark's end) does not part them
+            if carried:  # the container ends, or a table or another container follows: nothing to join
                 self.builder.paragraph(carried)
                 carried = ""
-            if child.tag == f"{_W}tbl":
+            if child is None:
+                open_containers.pop()
+            elif child.tag == f"{_W}tbl":
                 self.builder.table(_table_rows(child, self._notes))
             elif child.tag == f"{_W}sdt":
                 content = child.find(f"{_W}sdtContent")
                 if content is not None:
-                    self.walk(content)
-            elif child.tag == f"{_W}customXml":
-                self.walk(child)
-        if carried:
-            self.builder.paragraph(carried)
+                    open_containers.append(content.iterchildren())
+            else:  # w:customXml
+                open_containers.append(child.iterchildren())
 
     def add_notes(self) -> None:
         """Add the referenced notes as ``[^n]: text`` paragraphs in number order. A note that references
