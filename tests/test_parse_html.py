@@ -147,6 +147,19 @@ def test_list_numbers_follow_start_value_and_reversed(markup: str, numbers: list
     assert [unit.text.split()[0] for unit in doc.units] == numbers
 
 
+@given(
+    st.lists(
+        st.sampled_from(["<li>x</li>", "<div><li>x</li></div>", "<li>x<ol><li>y</li></ol></li>"]), min_size=1
+    )
+)
+def test_a_reversed_list_counts_down_to_one(items: list[str]) -> None:
+    """Whatever wraps its items (a ``div``) or nests in them (a list of their own), a reversed list
+    without ``start`` numbers its own items from their count down to 1, as a browser does."""
+    doc = parse_html(f"<ol reversed>{''.join(items)}</ol>", "list.html")
+    numbers = [unit.text.split()[0] for unit in doc.units if unit.level == 0]
+    assert numbers == [f"{n}." for n in range(len(items), 0, -1)]
+
+
 def test_pandoc_code_blocks_keep_their_language() -> None:
     markup = '<div class="sourceCode"><pre class="sourceCode python"><code>x = 1\n</code></pre></div>'
     assert _rows(markup)[0][1:] == ("code", 0, None, "```python\nx = 1\n```")
