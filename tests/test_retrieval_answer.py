@@ -198,11 +198,13 @@ def test_split_sentences():
     ]
 
 
-def test_extractive_answer_reads_a_table_row_with_its_header():
+@pytest.mark.parametrize("eol", ["\n", "\r\n", "\r"], ids=["lf", "crlf", "cr"])
+def test_extractive_answer_reads_a_table_row_with_its_header(eol: str) -> None:
+    """The header row is quoted alone, without its delimiter row or line break, whatever ends lines."""
     table = (
         "Checked baggage:\n\n| Class | Bags | Max weight |\n|---|---|---|\n"
         "| First | 3 | 32 kg |\n| Economy | 1 | 23 kg |"
-    )
+    ).replace("\n", eol)
     sources = [Source("doc", 0, len(table), "S1", "chunk-9", table)]
     answer = AnswerGenerator(None, "extractive", max_sentences=1).answer(
         "What is the max weight in Economy?", sources, Trace()
@@ -210,7 +212,9 @@ def test_extractive_answer_reads_a_table_row_with_its_header():
     assert answer.text == "| Class | Bags | Max weight |\n| Economy | 1 | 23 kg |"
     assert [c.quote for c in answer.citations] == ["| Class | Bags | Max weight |", "| Economy | 1 | 23 kg |"]
     assert answer.grounding.grounded
-    assert table_header(table, table.index("| First")) == "| Class | Bags | Max weight |\n|---|---|---|"
+    # the header and delimiter rows, as a chunk's context; a CRLF row keeps its CR, as the row does
+    header = f"| Class | Bags | Max weight |{eol}|---|---|---|" + ("\r" if eol == "\r\n" else "")
+    assert table_header(table, table.index("| First")) == header
     assert table_header(table, table.index("|---")) == ""
     assert table_header(table, table.index("| Class")) == ""
     assert table_header(table, 0) == ""

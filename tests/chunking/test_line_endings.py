@@ -11,6 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from chunkwise.chunking import get_chunker, speedups
+from chunkwise.chunking.lines import first_line
 from chunkwise.chunking.sentences import last_sentence_end, sentence_ends, split_sentences
 from chunkwise.document import Document
 from tests.support.contract import hostile_text
@@ -76,3 +77,11 @@ def test_sentences_end_at_lone_carriage_returns_as_at_line_feeds(text: str) -> N
     assert sentence_ends(mac) == sentence_ends(text)
     for limit in range(0, len(text) + 1, max(1, len(text) // 20)):
         assert last_sentence_end(mac, 0, limit) == last_sentence_end(text, 0, limit)
+
+
+@PROPERTY
+@given(st.lists(st.text(st.characters(blacklist_characters="\r\n"), max_size=8), min_size=1, max_size=4))
+def test_first_line_is_the_same_line_whatever_ends_it(lines: list[str]) -> None:
+    """The first line comes without its break, ``\\n``, ``\\r\\n`` or a lone ``\\r`` alike."""
+    for eol in ("\n", "\r\n", "\r"):
+        assert first_line(eol.join(lines)) == lines[0]

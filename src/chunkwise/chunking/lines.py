@@ -69,6 +69,15 @@ def next_break(text: str, start: int) -> int:
     return r if r >= 0 and is_break(text, r) else found
 
 
+def first_line(text: str) -> str:
+    """``text`` up to its first line break, without the break (``\\r\\n`` included); all of it if none."""
+    end = next_break(text, 0)
+    if end < 0:
+        return text
+    crlf = end > 0 and text[end] == "\n" and text[end - 1] == "\r"
+    return text[: end - 1] if crlf else text[:end]
+
+
 def is_one_break(text: str, start: int, end: int) -> bool:
     """Whether ``text[start:end]`` is exactly one line break: ``\\n``, ``\\r\\n`` or a lone ``\\r``."""
     length = end - start

@@ -22,6 +22,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from chunkwise.chunking.lines import first_line
 from chunkwise.chunking.sentences import split_sentences
 from chunkwise.chunking.tables import table_header
 from chunkwise.errors import ChunkwiseError, LLMResponseError
@@ -207,7 +208,7 @@ class AnswerGenerator:
                 sentence = source.text[start:end]
                 if sentence.startswith("#"):  # a heading names a topic; it does not answer anything
                     continue
-                header = table_header(source.text, start).partition("\n")[0]
+                header = first_line(table_header(source.text, start))
                 terms = set(query_terms(f"{header} {sentence}"))
                 sentences.append((rank, source.id, sentence, header, wanted & terms))
         frequency = Counter(term for *_, shared in sentences for term in shared)
