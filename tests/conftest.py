@@ -78,3 +78,16 @@ def pg_url(pg_server, request) -> str:  # type: ignore[no-untyped-def]
     from tests.support.postgres import schema_name
 
     return str(pg_server.url(schema_name(request.node.name)))
+
+
+@pytest.fixture
+def offline_tiktoken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty tiktoken cache, and proxies at a closed port: a fetch fails at once, reaching nothing."""
+    cache = tmp_path / "tiktoken-cache"
+    cache.mkdir()
+    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
+    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
+        monkeypatch.setenv(name, "http://127.0.0.1:9")
+    for name in ("NO_PROXY", "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    return cache

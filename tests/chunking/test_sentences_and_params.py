@@ -69,19 +69,6 @@ def test_minilm_counter_matches_the_tokenizer_and_blocks() -> None:
     assert get_counter(f"hf:{minilm_dir() / 'tokenizer.json'}").count(text) == len(starts)
 
 
-@pytest.fixture
-def offline_tiktoken(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """An empty tiktoken cache, and proxies at a closed port: a fetch fails at once, reaching nothing."""
-    cache = tmp_path / "tiktoken-cache"
-    cache.mkdir()
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
-    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
-        monkeypatch.setenv(name, "http://127.0.0.1:9")
-    for name in ("NO_PROXY", "no_proxy"):
-        monkeypatch.delenv(name, raising=False)
-    return cache
-
-
 def test_a_tiktoken_encoding_neither_cached_nor_fetchable_is_named_with_the_cache_and_the_reason(
     offline_tiktoken: Path,
 ) -> None:

@@ -117,15 +117,10 @@ def test_a_padded_document_id_is_kept_as_it_is(client: httpx.Client) -> None:
 
 
 def test_a_tiktoken_encoding_the_server_lacks_is_refused_not_downloaded(
-    client: httpx.Client, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    client: httpx.Client, offline_tiktoken: Path
 ) -> None:
     """An encoding missing from tiktoken's cache (an empty one here) is refused with 422 naming it; the
     server never fetches it (a fetch would fail fast at the closed proxy port, and would fill the cache)."""
-    cache = tmp_path / "tiktoken-cache"
-    cache.mkdir()
-    monkeypatch.setenv("TIKTOKEN_CACHE_DIR", str(cache))
-    for name in ("HTTPS_PROXY", "HTTP_PROXY", "https_proxy", "http_proxy"):
-        monkeypatch.setenv(name, "http://127.0.0.1:9")
     for encoding in ("p50k_edit", "no_such_encoding"):
         params = {"unit": f"tiktoken:{encoding}", "max_size": 50}
         for response in (
@@ -138,7 +133,7 @@ def test_a_tiktoken_encoding_the_server_lacks_is_refused_not_downloaded(
             error = error_of(response)
             assert error["type"] == "invalid_request"
             assert error["message"].startswith(f"params: unit: the tiktoken encoding {encoding!r} is not")
-    assert list(cache.iterdir()) == []
+    assert list(offline_tiktoken.iterdir()) == []
 
 
 def test_healthz_answers_503_once_the_ingest_worker_has_stopped(tmp_path: Path) -> None:

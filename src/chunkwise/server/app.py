@@ -54,7 +54,7 @@ from chunkwise.parsing import parse_bytes
 from chunkwise.parsing.detect import detect_format
 from chunkwise.query.pipeline import QueryPipeline
 from chunkwise.results import answer_body, chunk_result, search_body, segments_body
-from chunkwise.server.errors import ApiError, error_response, install_handlers
+from chunkwise.server.errors import STATUS_TYPES, ApiError, error_response, install_handlers
 from chunkwise.server.jobs import IngestQueue, Job, QueueFullError
 from chunkwise.server.metrics import ServerMetrics
 from chunkwise.server.schemas import (
@@ -484,7 +484,6 @@ class BodyLimit:
             await self._refuse(scope, receive, send)
             return
         seen = 0
-        started = False
 
         async def limited() -> Message:
             nonlocal seen
@@ -494,16 +493,7 @@ class BodyLimit:
                 raise _TooLargeError(self.message)
             return message
 
-        async def watched(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, limited, watched)
-        except _TooLargeError:
-            if not started:
-                await self._refuse(scope, receive, send)
+        await _refuse_unless_started(self.app, scope, limited, send, _TooLargeError)
 
     @property
     def message(self) -> str:
@@ -516,6 +506,27 @@ class BodyLimit:
 
 #: The header of a refusal sent before the body was read whole: the connection cannot be reused.
 CLOSE = {"Connection": "close"}
+
+
+async def _refuse_unless_started(
+    app: ASGIApp, scope: Scope, receive: Receive, send: Send, refusal: type[HTTPException]
+) -> None:
+    """Run ``app`` with the body read through ``receive``; a ``refusal`` raised while reading it (and not
+    answered by the app) is answered here, as JSON with its status and ``Connection: close``, unless a
+    response has already begun (its status line is sent: the connection just ends)."""
+    started = False
+
+    async def watched(message: Message) -> None:
+        nonlocal started
+        started = started or message["type"] == "http.response.start"
+        await send(message)
+
+    try:
+        await app(scope, receive, watched)
+    except refusal as exc:
+        if not started:
+            kind = STATUS_TYPES[exc.status_code]
+            await error_response(exc.status_code, kind, exc.detail, CLOSE)(scope, receive, send)
 
 
 class _TooLargeError(HTTPException):
@@ -543,7 +554,6 @@ class BodyTimeout:
             await self.app(scope, receive, send)
             return
         whole = False
-        started = False
 
         async def timed() -> Message:
             nonlocal whole
@@ -557,16 +567,7 @@ class BodyTimeout:
             whole = message["type"] != "http.request" or not message.get("more_body", False)
             return message
 
-        async def watched(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, timed, watched)
-        except _BodyTimeoutError:
-            if not started:
-                await error_response(408, "body_timeout", self.message, CLOSE)(scope, receive, send)
+        await _refuse_unless_started(self.app, scope, timed, send, _BodyTimeoutError)
 
     @property
     def message(self) -> str:
