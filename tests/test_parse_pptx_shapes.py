@@ -114,6 +114,24 @@ def test_alternate_content_is_read_once_from_the_understood_branch(
     assert parse_file(path).text == f"# Plan\n\nPack light\n\n{read}"
 
 
+#: Ink as PowerPoint writes it: a content part (no text) in a ``p14`` Choice, a picture as Fallback.
+_INK = (
+    f'<mc:AlternateContent xmlns:mc="{_MC_NS}"><mc:Choice {_P14} Requires="p14">'
+    '<p:contentPart p14:bwMode="auto" r:id="rId9"><p14:nvContentPartPr><p14:cNvPr id="7" name="Ink 6"/>'
+    "<p14:cNvContentPartPr/><p14:nvPr/></p14:nvContentPartPr></p:contentPart></mc:Choice><mc:Fallback>"
+    '<p:pic><p:nvPicPr><p:cNvPr id="7" name="Ink 6"/><p:cNvPicPr/><p:nvPr/></p:nvPicPr><p:blipFill/>'
+    "<p:spPr/></p:pic></mc:Fallback></mc:AlternateContent>"
+)
+
+
+@pytest.mark.parametrize("content", [_INK, _INK.replace("Requires", "Ignored")], ids=["choice", "fallback"])
+def test_ink_is_passed_over(tmp_path: Path, content: str) -> None:
+    """Ink holds no text: its content part (read from the ``p14`` Choice; its properties are in
+    PowerPoint 2010's namespace) no longer stops the deck with a raw XPath error."""
+    path = deck_with_slide_edit(tmp_path, {"</p:spTree>": f"{content}</p:spTree>"})
+    assert parse_file(path).text == "# Plan\n\nPack light"
+
+
 #: The title placeholder of the deck of :func:`deck_with_slide_edit`, as python-pptx writes it.
 _TITLE = (
     '<p:sp><p:nvSpPr><p:cNvPr id="2" name="Title 1"/><p:cNvSpPr><a:spLocks noGrp="1"/></p:cNvSpPr>'

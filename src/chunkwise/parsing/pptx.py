@@ -45,14 +45,15 @@ _A_NS = "http://schemas.openxmlformats.org/drawingml/2006/main"
 _A = f"{{{_A_NS}}}"
 _P = "{http://schemas.openxmlformats.org/presentationml/2006/main}"
 _MC = "{http://schemas.openxmlformats.org/markup-compatibility/2006}"
-#: The elements of a shape tree that are shapes (python-pptx's list).
-_SHAPE_TAGS = frozenset(
-    f"{_P}{name}" for name in ("sp", "grpSp", "graphicFrame", "cxnSp", "pic", "contentPart")
-)
+#: The elements of a shape tree that are shapes and may hold text (python-pptx's list, less
+#: ``p:contentPart``: ink and 3-D models, whose own non-visual properties are in PowerPoint 2010's
+#: namespace and which hold no text).
+_SHAPE_TAGS = frozenset(f"{_P}{name}" for name in ("sp", "grpSp", "graphicFrame", "cxnSp", "pic"))
 #: Namespaces an ``mc:Choice`` may require and still be read: PowerPoint 2010 and 2013 extensions
 #: (``p14``, ``p15``) and DrawingML 2010 ones (``a14``). They add properties to the shapes this parser
 #: reads (``p:sp`` with ``a:t`` runs), so the Choice's text is all found; a Choice requiring anything
-#: else (a 2016 chart, ink) gives way to the Fallback, drawn with the shapes of the base schema.
+#: else (a 2016 chart) gives way to the Fallback, drawn with the shapes of the base schema. Ink is drawn
+#: in a ``p14`` Choice as a ``p:contentPart``, which holds no text and is passed over.
 UNDERSTOOD_NAMESPACES = frozenset(
     {
         "http://schemas.microsoft.com/office/powerpoint/2010/main",
@@ -196,7 +197,7 @@ def _shapes(container: Any, shapes: Any, where: str, source: str) -> Iterator[An
                 open_containers.append((chosen.iterchildren(), in_group))
         elif element.tag not in _SHAPE_TAGS:
             continue
-        elif not element.xpath("./*[1]/p:cNvPr"):
+        elif not _has_identity(element):
             raise CorruptFileError(
                 source, f"cannot read as PPTX: a shape of {where} has no non-visual properties"
             )
@@ -204,6 +205,14 @@ def _shapes(container: Any, shapes: Any, where: str, source: str) -> Iterator[An
             open_containers.append((element.iterchildren(), True))
         else:  # python-pptx's own choice: a slide's placeholders are placeholders, a group's are shapes
             yield (BaseShapeFactory if in_group else SlideShapeFactory)(element, shapes)
+
+
+def _has_identity(shape: Any) -> bool:
+    """Whether the first child of ``shape`` (its non-visual properties) holds a ``p:cNvPr``, the shape's
+    id and name: read without XPath, so that any element, of a class python-pptx registers or not, is
+    checked alike."""
+    first = next(shape.iterchildren(), None)
+    return first is not None and first.find(f"{_P}cNvPr") is not None
 
 
 def _chosen_content(alternate: Any) -> Any:
