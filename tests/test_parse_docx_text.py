@@ -148,6 +148,16 @@ def test_a_deleted_paragraph_mark_joins_across_markup_and_inside_table_cells(tmp
     assert parse_file(docx_with_body(tmp_path, body)).text == "runon\n\n| inside apart |\n|---|"
 
 
+def test_a_row_whose_deletion_is_tracked_is_left_out(tmp_path: Path) -> None:
+    """A tracked deleted row (``w:trPr/w:del``) is not part of the revised table."""
+    deleted = f'<w:trPr><w:del w:id="6" {_REVISION}/></w:trPr>'
+    rows = "".join(
+        f"<w:tr>{props}<w:tc><w:p>{run(text)}</w:p></w:tc></w:tr>"
+        for props, text in (("", "head"), (deleted, "gone"), ("", "kept"))
+    )
+    assert parse_file(docx_with_body(tmp_path, f"<w:tbl>{rows}</w:tbl>")).text == "| head |\n|---|\n| kept |"
+
+
 _NOTE_PARTS = {
     "footnote": "http://schemas.openxmlformats.org/officeDocument/2006/relationships/footnotes",
     "endnote": "http://schemas.openxmlformats.org/officeDocument/2006/relationships/endnotes",

@@ -283,23 +283,21 @@ class _BodyWalker:
         The open containers are kept on a list rather than recursed into, so no nesting depth can
         exhaust the stack, whatever depth the XML parser allows.
         """
-        carried = ""
+        carried: list[str] = []  # the texts of paragraphs whose marks are deleted, joined once at the end
         open_containers: list[Iterator[Any]] = [body.iterchildren()]
         while open_containers:
             child = next(open_containers[-1], None)
             if child is not None and child.tag == f"{_W}p":
-                text = carried + _paragraph_text(child, self._notes)
-                if _mark_removed(child):
-                    carried = text
-                else:
-                    self._paragraph(child, text)
-                    carried = ""
+                carried.append(_paragraph_text(child, self._notes))
+                if not _mark_removed(child):
+                    self._paragraph(child, "".join(carried))
+                    carried = []
                 continue
             if child is not None and child.tag not in _BLOCKS:
                 continue  # markup between blocks (a bookmark's end) does not part them
             if carried:  # the container ends, or a table or another container follows: nothing to join
-                self.builder.paragraph(carried)
-                carried = ""
+                self.builder.paragraph("".join(carried))
+                carried = []
             if child is None:
                 open_containers.pop()
             elif child.tag == f"{_W}tbl":
@@ -435,8 +433,10 @@ def _paragraph_text(element: Any, notes: _Notes) -> str:
 
 
 def _table_rows(tbl: Any, notes: _Notes) -> list[list[str]]:
-    """Cell texts row by row; a cell's paragraphs (nested tables included) are joined with spaces."""
+    """Cell texts row by row; a cell's paragraphs (nested tables included) are joined with spaces. A row
+    whose deletion is tracked (``w:trPr/w:del``) is left out, as the document reads once revised."""
     rows: list[list[str]] = []
     for tr in tbl.iterchildren(f"{_W}tr"):
-        rows.append([_paragraph_text(tc, notes) for tc in tr.iterchildren(f"{_W}tc")])
+        if tr.find(f"{_W}trPr/{_W}del") is None:
+            rows.append([_paragraph_text(tc, notes) for tc in tr.iterchildren(f"{_W}tc")])
     return rows
