@@ -131,6 +131,7 @@ def test_table_header_rows_come_first_and_nested_tables_stay_in_their_cell() -> 
         ("<ol reversed><li>a</li><li>b<ol><li>x</li></ol></li><li>c</li></ol>", ["3.", "2.", "1.", "1."]),
         ('<ol reversed start="10"><li>a</li><li>b</li></ol>', ["10.", "9."]),
         ("<ol reversed><div><li>a</li><li>b</li></div><li>c</li></ol>", ["3.", "2.", "1."]),
+        ("<ol reversed><li>a</li><li>b</li><nav><li>n</li></nav><li hidden>h</li></ol>", ["2.", "1."]),
         ('<ol start=" 7th"><li>a</li></ol>', ["7."]),
         ('<ol start="-2"><li>a</li><li>b</li></ol>', ["-2.", "-1."]),
         ('<ol start="x"><li>a</li><li value="">b</li></ol>', ["1.", "2."]),

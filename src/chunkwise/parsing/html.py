@@ -1,7 +1,7 @@
 """HTML: a Lexbor parse (selectolax) walked into units, page boilerplate filtered out.
 
 Kept: headings ``h1``-``h6``, paragraphs, ``ul``/``ol`` with nesting depth and numbers (counted as a
-browser counts them: ``ol start``, ``li value`` and ``ol reversed`` honoured, values bounded by
+browser counts them: ``ol start``, ``li value`` and ``ol reversed`` honoured, attribute values bounded by
 :func:`html_integer`), tables (``th``/``td`` rows, header rows first), ``pre`` as code (language from
 ``language-*`` or Pandoc classes), ``blockquote``, ``figcaption``/``caption`` as captions; text in
 ``div``/``span`` and other containers outside these becomes paragraphs. The walk emits the same events
@@ -319,12 +319,30 @@ class _Walker:
 
     def _open_list(self, node: LexborNode, ordered: bool) -> None:
         """Open a list numbered as a browser numbers it: from ``start`` (default 1), counting down in a
-        ``reversed`` list, whose default start is its number of items (:func:`_owned_items`)."""
+        ``reversed`` list, whose default start is its number of items (:meth:`_owned_items`)."""
         reversed_list = ordered and "reversed" in node.attributes
         start = html_integer(node.attributes.get("start"))
         if start is None:
-            start = _owned_items(node) if reversed_list else 1
+            start = self._owned_items(node) if reversed_list else 1
         self.blocks.open_list(ordered=ordered, start=start, step=-1 if reversed_list else 1)
+
+    def _owned_items(self, list_node: LexborNode) -> int:
+        """The ``li`` elements a list owns, as HTML defines them for a reversed list's default start: its
+        ``li`` descendants whose nearest list ancestor it is, so an item wrapped in a ``div`` counts (the
+        walk numbers it in this list too) and the items of nested lists do not; nor do items the walk
+        drops (hidden, or inside boilerplate), which it would not number. Iterative, so no nesting depth
+        exhausts the stack."""
+        count = 0
+        stack = list(list_node.iter())
+        while stack:
+            node = stack.pop()
+            tag = node.tag or ""
+            if self._skip(node, tag):
+                continue
+            count += tag == "li"
+            if tag not in ("ol", "ul", "menu"):
+                stack.extend(node.iter())
+        return count
 
     def _push(self, closer: Callable[[], None] | None) -> bool:
         self._closers.append(closer or _nothing)
@@ -366,21 +384,6 @@ class _Walker:
         walker._inline_only = 1
         walker.walk(node)
         return " ".join(unit.text for unit in cell.finish().build("cell").units)
-
-
-def _owned_items(list_node: LexborNode) -> int:
-    """The ``li`` elements a list owns, as HTML defines them for a reversed list's default start: its
-    ``li`` descendants whose nearest list ancestor it is, so an item wrapped in a ``div`` counts (the
-    walk numbers it in this list too) and the items of nested lists do not. Iterative, so no nesting
-    depth exhausts the stack."""
-    count = 0
-    stack = list(list_node.iter())
-    while stack:
-        node = stack.pop()
-        count += node.tag == "li"
-        if node.tag not in ("ol", "ul", "menu"):
-            stack.extend(node.iter())
-    return count
 
 
 #: An HTML integer: leading whitespace, an optional sign, ASCII digits; anything after them is ignored.
