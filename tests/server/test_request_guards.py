@@ -16,6 +16,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from chunkwise.errors import ConfigError
 from chunkwise.server import ServerSettings, create_app
 from tests.support.server import error_of, running_app, serve_process, upload, wait_job
 
@@ -150,3 +151,11 @@ def test_healthz_answers_503_once_the_ingest_worker_has_stopped(tmp_path: Path) 
             "type": "unhealthy",
             "message": "the ingest worker has stopped: no job would run",
         }
+
+
+@pytest.mark.parametrize("name", ["body_timeout", "request_timeout", "max_upload_bytes"])
+@pytest.mark.parametrize("value", [float("nan"), float("inf"), 0.0, -1.0])
+def test_settings_that_are_not_a_positive_number_are_refused(name: str, value: float) -> None:
+    """NaN passes a ``<= 0`` check: as a timeout it made every request body fail with a 500."""
+    with pytest.raises(ConfigError, match=f"^{name} must be a positive number, got "):
+        ServerSettings(**{name: value})

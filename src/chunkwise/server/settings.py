@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from chunkwise.errors import ConfigError
@@ -46,8 +47,8 @@ class ServerSettings:
             "body_timeout": self.body_timeout,
         }
         for name, value in positive.items():
-            if value <= 0:
-                raise ConfigError(f"{name} must be positive, got {value}")
+            if not (math.isfinite(value) and value > 0):  # NaN passes a ``<= 0`` check, and the CLI's range
+                raise ConfigError(f"{name} must be a positive number, got {value}")
 
 
 def is_loopback(host: str) -> bool:
