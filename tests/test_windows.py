@@ -15,17 +15,18 @@ from hypothesis import strategies as st
 
 from chunkwise.chunking.tokens import get_counter
 from chunkwise.config import load_config
-from chunkwise.errors import ConfigError
+from chunkwise.errors import ConfigError, StoreError
 from chunkwise.ingest.windows import reach, window_spans
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from chunkwise.query.candidate import Query
 from chunkwise.query.retrieve import Retrieve
 from chunkwise.query.trace import Trace
+from chunkwise.store import StoreSettings
 from chunkwise.store.sqlite import SQLiteStore
 from tests.support.documents import doc_from_markdown_lines
 from tests.support.fakes import CountingEmbedder, HashEmbedder
-from tests.support.store import best_windows, fixed_chunks, put, unit_vectors
+from tests.support.store import best_windows, fixed_chunks, put, requires_usearch, unit_vectors
 
 WORDS = st.lists(
     st.sampled_from(["cabin", "bags", "refund", "a", "23kg", "naïve", "x-ray", "\n\n"]), max_size=400
@@ -217,3 +218,80 @@ def test_windows_out_of_range_are_refused() -> None:
 
     with pytest.raises(ConfigError, match=r"retrieval\.windows"):
         from_dict({"retrieval": {"windows": 1}})
+
+
+def assert_same_hits(found: list[tuple[int, float]], expected: list[tuple[int, float]]) -> None:
+    """The same chunk keys in the same order, with the same scores to float32 precision."""
+    assert [key for key, _ in found] == [key for key, _ in expected]
+    assert [score for _, score in found] == pytest.approx([score for _, score in expected], abs=1e-6)
+
+
+@settings(max_examples=25, deadline=None)
+@given(st.lists(st.integers(0, 4), min_size=1, max_size=30), st.integers(0, 2**16))
+@requires_usearch
+def test_above_the_threshold_windows_stay_in_the_database_and_score_as_held_ones(
+    tmp_path_factory: pytest.TempPathFactory, counts: list[int], seed: int
+) -> None:
+    """At or above ``hnsw_threshold`` chunks a store holds no window vectors: a search reads its
+    candidates' windows, the graph's pooled vectors are built from windows read in blocks. Every answer
+    is the one the windows held in memory give, for chunks of any number of windows (none included):
+    exact search, window scores, the graph's vectors (bit for bit) and the search through the graph."""
+    directory = tmp_path_factory.mktemp("kb")
+    doc = doc_from_markdown_lines("a.md", "# A\n" + "Windows stay on disk. " * 40)
+    chunks = fixed_chunks(doc, max(1, len(doc.text) // len(counts)))
+    owners = [i for i, count in enumerate(counts[: len(chunks)]) for _ in range(count)]
+    rng = np.random.default_rng(seed)
+    with SQLiteStore(directory, StoreSettings(hnsw_threshold=1)) as on_disk:
+        on_disk.check_embedder("test", 8)
+        windows = (owners, unit_vectors(len(owners), seed=seed + 1))
+        on_disk.put(
+            doc,
+            chunks,
+            [""] * len(chunks),
+            unit_vectors(len(chunks), seed=seed),
+            fingerprint="f",
+            windows=windows,
+        )
+        index = on_disk.dense_index()
+        assert index.windows.size == 0
+        assert index.owners.size == 0
+        assert index.windows_on_disk == bool(owners)
+        with SQLiteStore(directory, StoreSettings(hnsw_threshold=10**9), read_only=True) as in_memory:
+            held = in_memory.dense_index()
+            assert held.owners.size == len(owners)
+            assert not held.windows_on_disk
+            np.testing.assert_array_equal(index.graph_vectors(), held.graph_vectors())
+            for query in unit_vectors(3, seed=int(rng.integers(2**16))):
+                assert_same_hits(index.exact(query, len(chunks)), held.exact(query, len(chunks)))
+                keys = [int(key) for key in held.keys] + [10**9]
+                assert index.window_scores(query, keys) == pytest.approx(
+                    held.window_scores(query, keys), abs=1e-6
+                )
+                found = on_disk.dense(query, 3)  # through the graph, saved by the first search
+                assert_same_hits(found, held.search(query, 3, approximate=True))
+
+
+@requires_usearch
+def test_a_search_reads_windows_of_its_own_generation_while_another_process_writes(tmp_path: Path) -> None:
+    """A search whose windows stay in the database reads them in the read transaction its index was
+    brought up to date in, so a write between searches never mixes generations: the next search sees
+    the new chunks and no window of a removed one; an index kept past the write refuses to read another
+    generation's windows (a key may by then name another chunk)."""
+    at_one = StoreSettings(hnsw_threshold=1)
+    with SQLiteStore(tmp_path / "kb", at_one) as reader, SQLiteStore(tmp_path / "kb", at_one) as writer:
+        put(writer, doc_from_markdown_lines("a.md", "# A\n" + "Some words. " * 40), windowed=True)
+        query = unit_vectors(1, seed=7)[0]
+        stale = reader.dense_index()
+        before = reader.dense(query, 3)
+        assert writer.delete("a.md")
+        put(writer, doc_from_markdown_lines("b.md", "# B\n" + "Other words. " * 40), seed=5, windowed=True)
+        with SQLiteStore(tmp_path / "kb", StoreSettings(hnsw_threshold=10**9), read_only=True) as fresh:
+            expected = fresh.dense(query, 3)  # exact; the graph proposes all 13 chunks for 3 hits
+            keys = [int(key) for key in fresh.dense_index().keys]
+            assert reader.window_scores(query, keys) == pytest.approx(
+                fresh.window_scores(query, keys), abs=1e-6
+            )
+        assert_same_hits(reader.dense(query, 3), expected)
+        assert reader.dense_index().generation > stale.generation
+        with pytest.raises(StoreError, match="changed since"):
+            stale.window_scores(query, [key for key, _ in before])

@@ -7,13 +7,16 @@ use and saved next to the database with a stamp of the store generation it was b
 :mod:`.sidecar`), so another process reuses it, and it is rebuilt when the store changes. Its recall@10
 against the exact search is measured in the tests and in ``bench/pipeline_latency.py``. With passage
 windows the graph of the chunks' vectors proposes candidates that are scored exactly by their windows
-(see :meth:`DenseIndex.search`).
+(see :meth:`DenseIndex.search`). Those windows (about eight 1.5 KB vectors per 2,000-character chunk) are
+the bulk of the vectors, so a store above the threshold leaves them where they are stored and hands a
+reader instead (``read_windows``): a search reads its candidates' windows, and the graph's pooled vectors
+are built from blocks of windows read one after another.
 """
 
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,6 +40,13 @@ SERIAL_START = 1024
 #: The stamp's variant of a graph built from the windows' means (:meth:`DenseIndex.graph_vectors`): a
 #: graph saved before it, from the stored vectors, is rebuilt.
 POOLED_GRAPH = "pooled windows"
+#: How many chunks' windows are read at once when every window is needed from a reader (building the
+#: graph, exact search): 4,096 chunks of 8 windows of 384 dimensions are 50 MB.
+WINDOW_BLOCK = 4096
+#: Reads the passage windows of the given chunk keys from where they are stored: the chunk key of each
+#: window (each chunk's windows together, in their order) and their vectors. Keys without windows are
+#: absent.
+WindowReader = Callable[[Keys], tuple[Keys, Vectors]]
 #: HNSW search breadth (usearch's ``expansion_search``; its default is 64): 128 buys recall for ~10% time.
 EXPANSION_SEARCH = 128
 
@@ -76,6 +86,15 @@ def unit_means(vectors: Vectors, owners: npt.ArrayLike, count: int) -> Vectors:
     return sums / norms
 
 
+def best_per_chunk(owners: Keys, cosines: npt.NDArray[np.float32]) -> tuple[Keys, npt.NDArray[np.float32]]:
+    """Each chunk's best of ``cosines``, one per window of ``owners`` (each chunk's windows together): the
+    chunks, and their best cosine."""
+    if not owners.size:
+        return _no_keys(), np.empty(0, dtype=np.float32)
+    starts = np.flatnonzero(np.concatenate([[True], owners[1:] != owners[:-1]]))
+    return owners[starts], np.maximum.reduceat(cosines, starts)
+
+
 def top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
     """Indices of the ``k`` highest scores, best first, ties in index order (keys are sorted, so a tie
     goes to the lower chunk key, as PostgreSQL's ``ORDER BY best DESC, chunk_key`` has it: two copies of
@@ -94,8 +113,9 @@ def top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
 class DenseIndex:
     """Vectors of one store generation: ``keys`` (sorted chunk keys) and the matching ``matrix`` rows,
     and ``windows``: the passage windows' chunk keys (``owners``, each chunk's windows together) and
-    vectors. A chunk scores its best cosine, whole or window. Its HNSW graph is saved in ``directory``
-    unless ``save`` is false (a read-only store)."""
+    vectors, or ``read_windows``, which reads them from the store when they are needed (``windows`` then
+    stays empty). A chunk scores its best cosine, whole or window. Its HNSW graph is saved in
+    ``directory`` unless ``save`` is false (a read-only store)."""
 
     def __init__(
         self,
@@ -106,6 +126,7 @@ class DenseIndex:
         *,
         save: bool = True,
         windows: tuple[Keys, Vectors] | None = None,
+        read_windows: WindowReader | None = None,
         store: str = "",
     ) -> None:
         self.keys = keys
@@ -126,10 +147,31 @@ class DenseIndex:
         self._run_keys = self.owners[self._runs][self._run_order]
         self._run_ends = np.append(self._runs[1:], self.owners.size).astype(np.intp)
         self.store = store
+        self._read_windows = read_windows
         self._hnsw: Any = None
 
     def __len__(self) -> int:
         return int(self.keys.size)
+
+    @property
+    def windows_on_disk(self) -> bool:
+        """The passage windows are read from the store when needed, not held here."""
+        return self._read_windows is not None
+
+    @property
+    def has_windows(self) -> bool:
+        """Some chunk has passage windows."""
+        return bool(self.owners.size) or self.windows_on_disk
+
+    def _window_blocks(self) -> Iterator[tuple[Keys, Vectors]]:
+        """Every passage window, as ``(owners, vectors)`` blocks of whole chunks: the held ones at once,
+        or those of :data:`WINDOW_BLOCK` chunks at a time from the reader."""
+        if self._read_windows is None:
+            if self.owners.size:
+                yield self.owners, self.windows
+            return
+        for start in range(0, len(self), WINDOW_BLOCK):
+            yield self._read_windows(self.keys[start : start + WINDOW_BLOCK])
 
     def vectors_of(self, keys: Keys) -> list[Vectors | None]:
         """The vector of each of ``keys``, ``None`` for a key this generation does not hold (its chunk
@@ -144,19 +186,30 @@ class DenseIndex:
         """The ``k`` nearest chunk keys by cosine (vectors are unit length), exactly."""
         if not len(self) or k <= 0:
             return []
+        vector = query.astype(np.float32)
         with one_blas_thread():
-            scores = self.matrix @ query.astype(np.float32)
+            scores = self.matrix @ vector
             if self.owners.size:
-                best_window = np.maximum.reduceat(self.windows @ query.astype(np.float32), self._runs)
+                best_window = np.maximum.reduceat(self.windows @ vector, self._runs)
                 scores[self._run_rows] = np.maximum(scores[self._run_rows], best_window)
+            elif self.windows_on_disk:
+                for owners, windows in self._window_blocks():
+                    chunks, best_window = best_per_chunk(owners, windows @ vector)
+                    rows = np.searchsorted(self.keys, chunks)
+                    scores[rows] = np.maximum(scores[rows], best_window)
         best = top_k(scores, k)
         return [(int(self.keys[i]), float(scores[i])) for i in best]
 
     def window_scores(self, query: Vectors, keys: Sequence[int]) -> dict[int, float]:
         """The best window cosine to ``query`` of each of ``keys`` that has passage windows."""
-        if not self.owners.size or not keys:
+        if not self.has_windows or not keys:
             return {}
         wanted = np.asarray(keys, dtype=np.int64)
+        if self._read_windows is not None:
+            owners, windows = self._read_windows(wanted)
+            with one_blas_thread():
+                chunks, best = best_per_chunk(owners, windows @ query.astype(np.float32))
+            return dict(zip(chunks.tolist(), best.tolist(), strict=True))
         at = np.minimum(np.searchsorted(self._run_keys, wanted), self._run_keys.size - 1)
         held = self._run_keys[at] == wanted
         vector = query.astype(np.float32)
@@ -175,7 +228,7 @@ class DenseIndex:
         if not approximate or not len(self) or k <= 0:
             return self.exact(query, k)
         vector = query.astype(np.float32)
-        if not self.owners.size:
+        if not self.has_windows:
             found = self.graph().search(vector, min(k, len(self)))
             return [(int(key), 1.0 - float(d)) for key, d in zip(found.keys, found.distances, strict=True)]
         proposed = self.graph().search(vector, min(k * WINDOW_BREADTH, len(self)))
@@ -194,11 +247,12 @@ class DenseIndex:
         is its stored vector; with the whole chunk embedded (the ``quality`` preset) the whole vector lies
         farther from the windows the graph must lead to, and a graph of those vectors finds fewer of the
         exact top 10 (tested with whole vectors unrelated to the windows)."""
-        if not self.owners.size:
+        if not self.has_windows:
             return self.matrix
         vectors = self.matrix.copy()
-        rows = np.searchsorted(self.keys, self.owners)
-        vectors[self._run_rows] = unit_means(self.windows, rows, len(self))[self._run_rows]
+        for owners, windows in self._window_blocks():
+            rows, local = np.unique(np.searchsorted(self.keys, owners), return_inverse=True)
+            vectors[rows] = unit_means(windows, local, rows.size)
         return vectors
 
     def graph(self) -> Any:
@@ -212,7 +266,7 @@ class DenseIndex:
         index = index_class(
             ndim=self.matrix.shape[1], metric="cos", dtype="f32", expansion_search=EXPANSION_SEARCH
         )
-        variant = POOLED_GRAPH if self.owners.size else ""
+        variant = POOLED_GRAPH if self.has_windows else ""
         saved = _read(path)
         found = {GRAPH: content_digest(saved)} if saved is not None else {}
         if (

@@ -85,6 +85,8 @@ CORRUPT_ERRORS = ("SQLITE_CORRUPT", "SQLITE_NOTADB")
 CORRUPT_MESSAGES = ("malformed", "not a database", "vtable constructor failed")
 #: How to go on after damage, for the messages that report it.
 REPAIR_HINT = "`chunkwise kb check` lists the damage and `chunkwise kb repair` rebuilds what can be kept"
+#: How many values one SQL statement binds at most (SQLite before 3.32 allows 999).
+SQL_VARIABLES = 900
 #: The sidecar indexes beside the database, as ``(saved index, stamp)``.
 SIDECARS = ((lexical.FOLDER, lexical.STAMP), (dense.GRAPH, dense.STAMP))
 
@@ -697,38 +699,49 @@ class SQLiteStore:
     def dense_index(self) -> DenseIndex:
         """The vectors (and passage windows) of the current generation, brought up to date when any
         process has written since: only the rows of chunks added since are read while no vector was
-        removed, every row otherwise."""
+        removed, every row otherwise. At or above ``hnsw_threshold`` chunks the windows are not held:
+        the index reads them from the database when a search needs them (:meth:`_window_reader`)."""
         if self._dense is not None and self._dense.generation == self.generation():
             return self._dense
         with self._lock, self._snapshot():
             removals, generation = self.meta("removals"), self.generation()
             old = self._dense
-            windows = "SELECT chunk_key, vector FROM windows" if self._complete() else None
-            if old is not None and len(old) and removals is not None and removals == self._dense_removals:
-                after = (int(old.keys[-1]),)
-                keys, matrix = self._vector_rows(
+            if old is None or not len(old) or removals is None or removals != self._dense_removals:
+                old = None  # every row is read again
+            after: tuple[int, ...] = () if old is None else (int(old.keys[-1]),)
+            since = " WHERE chunk_key > ?" if after else ""  # the rows added since the old index
+            keys, matrix = self._vector_rows(
+                self._rows(f"SELECT chunk_key, vector FROM vectors{since} ORDER BY chunk_key", after)
+            )
+            if old is not None:
+                keys, matrix = np.concatenate([old.keys, keys]), np.concatenate([old.matrix, matrix])
+            complete = self._complete()
+            on_disk = complete and len(keys) >= self.settings.hnsw_threshold
+            owners, window_matrix = self._vector_rows([])
+            orphans = 0
+            if complete and not on_disk:
+                held = old is not None and not old.windows_on_disk  # the old index's windows, and those since
+                owners, window_matrix = self._vector_rows(
                     self._rows(
-                        "SELECT chunk_key, vector FROM vectors WHERE chunk_key > ? ORDER BY chunk_key", after
+                        f"SELECT chunk_key, vector FROM windows{since if held else ''} ORDER BY window_key",
+                        after if held else (),
                     )
                 )
-                owners, window_matrix = self._vector_rows(
-                    self._rows(f"{windows} WHERE chunk_key > ? ORDER BY window_key", after) if windows else []
-                )
-                keys, matrix = np.concatenate([old.keys, keys]), np.concatenate([old.matrix, matrix])
-                owners = np.concatenate([old.owners, owners])
-                window_matrix = np.concatenate([old.windows, window_matrix])
-            else:
-                keys, matrix = self._vector_rows(
-                    self._rows("SELECT chunk_key, vector FROM vectors ORDER BY chunk_key")
-                )
-                owners, window_matrix = self._vector_rows(
-                    self._rows(f"{windows} ORDER BY window_key") if windows else []
-                )
-            orphans = int(np.count_nonzero(~np.isin(owners, keys)))
+                if held and old is not None:
+                    owners = np.concatenate([old.owners, owners])
+                    window_matrix = np.concatenate([old.windows, window_matrix])
+                orphans = int(np.count_nonzero(~np.isin(owners, keys)))
+            elif on_disk:
+                orphans = self._rows(
+                    "SELECT COUNT(*) FROM windows w WHERE NOT EXISTS (SELECT 1 FROM vectors v WHERE"
+                    f" v.chunk_key = w.chunk_key){' AND w.chunk_key > ?' if after else ''}",
+                    after,
+                )[0][0]
             if orphans:
                 raise CorruptStoreError(
                     self.location, f"{orphans} passage windows belong to no stored vector; {REPAIR_HINT}"
                 )
+            stored_windows = on_disk and bool(self._rows("SELECT EXISTS (SELECT 1 FROM windows)")[0][0])
             self._dense = DenseIndex(
                 keys,
                 matrix,
@@ -736,10 +749,49 @@ class SQLiteStore:
                 self.directory,
                 save=not self.read_only,
                 windows=(owners, window_matrix),
+                read_windows=self._window_reader(generation) if stored_windows else None,
                 store=self.store_id(),
             )
             self._dense_removals = removals
         return self._dense
+
+    def _window_reader(self, generation: int) -> dense.WindowReader:
+        """Reads the passage windows of chunk keys from the database for the index of ``generation``, in
+        a read transaction that must see that generation: a search holds one around its index
+        (:meth:`_current_index`), so a window read is always of its index's generation. An index kept
+        past a write and used directly gets a :class:`StoreError` instead of another generation's
+        windows (a chunk key may then name another chunk)."""
+
+        def read(keys: Keys) -> tuple[Keys, Vectors]:
+            rows: list[Any] = []
+            with self._lock, self._snapshot():
+                if self.generation() != generation:
+                    raise StoreError(
+                        self.location, "the store changed since its vectors were read: search again"
+                    )
+                wanted = keys.tolist()
+                for start in range(0, len(wanted), SQL_VARIABLES):
+                    part = wanted[start : start + SQL_VARIABLES]
+                    marks = ",".join("?" * len(part))
+                    rows += self._rows(
+                        f"SELECT chunk_key, vector FROM windows WHERE chunk_key IN ({marks})"
+                        " ORDER BY chunk_key, window_key",
+                        part,
+                    )
+            return self._vector_rows(rows)
+
+        return read
+
+    @contextmanager
+    def _current_index(self) -> Iterator[DenseIndex]:
+        """The dense index to search; when it reads passage windows from the database, inside one read
+        transaction (with the lock held) in which it is of the generation the transaction sees."""
+        index = self.dense_index()
+        if not index.windows_on_disk:
+            yield index
+            return
+        with self._lock, self._snapshot():
+            yield self.dense_index()
 
     def _vector_rows(self, rows: list[Any]) -> tuple[Keys, Vectors]:
         """The keys and the vector matrix of ``(chunk_key, vector)`` rows; :class:`CorruptStoreError`
@@ -794,7 +846,8 @@ class SQLiteStore:
 
     def window_scores(self, vector: Vectors, keys: Sequence[int]) -> dict[int, float]:
         """Each of ``keys``' best passage-window cosine to ``vector`` (chunks without windows absent)."""
-        return self.dense_index().window_scores(vector, keys)
+        with self._current_index() as index:
+            return index.window_scores(vector, keys)
 
     def chunks(self, keys: Sequence[int]) -> list[StoredChunk]:
         """The chunks of ``keys`` with their vectors (in the given order; keys no longer stored are
