@@ -716,7 +716,7 @@ class SQLiteStore:
             if old is not None:
                 keys, matrix = np.concatenate([old.keys, keys]), np.concatenate([old.matrix, matrix])
             complete = self._complete()
-            on_disk = complete and len(keys) >= self.settings.hnsw_threshold
+            on_disk = complete and self._graph_searched(len(keys))
             owners, window_matrix = self._vector_rows([])
             orphans = 0
             if complete and not on_disk:
@@ -830,19 +830,25 @@ class SQLiteStore:
         """The ``k`` nearest chunk keys by cosine (a chunk with passage windows: its best vector): exact
         below ``hnsw_threshold`` chunks, through the HNSW graph at or above it (see
         :meth:`.DenseIndex.search`). :class:`ConfigError` when ``vector`` is not of the stored vectors'
-        size (another embedder)."""
-        index = self.dense_index()
-        dim = index.matrix.shape[1]
-        if len(index) and vector.shape != (dim,):
-            raise ConfigError(
-                f"{self.directory}: the query vector has {vector.size} dimensions, the stored vectors {dim}; "
-                f"search with the embedder that built the store ({self.meta('embedder')})"
-            )
-        return index.search(vector, k, approximate=self.dense_method() == "hnsw")
+        size (another embedder). A search whose index reads passage windows from the database runs in
+        one read transaction (:meth:`_current_index`), so a write committed meanwhile does not fail it."""
+        with self._current_index() as index:
+            dim = index.matrix.shape[1]
+            if len(index) and vector.shape != (dim,):
+                raise ConfigError(
+                    f"{self.directory}: the query vector has {vector.size} dimensions, the stored vectors "
+                    f"{dim}; search with the embedder that built the store ({self.meta('embedder')})"
+                )
+            return index.search(vector, k, approximate=self._graph_searched(len(index)))
 
     def dense_method(self) -> str:
         """``hnsw`` when the store holds at least ``settings.hnsw_threshold`` chunks, else ``exact``."""
-        return "hnsw" if len(self.dense_index()) >= self.settings.hnsw_threshold else "exact"
+        return "hnsw" if self._graph_searched(len(self.dense_index())) else "exact"
+
+    def _graph_searched(self, chunks: int) -> bool:
+        """Whether a store of ``chunks`` chunks is searched through its HNSW graph (and leaves its passage
+        windows in the database): at or above ``settings.hnsw_threshold``."""
+        return chunks >= self.settings.hnsw_threshold
 
     def window_scores(self, vector: Vectors, keys: Sequence[int]) -> dict[int, float]:
         """Each of ``keys``' best passage-window cosine to ``vector`` (chunks without windows absent)."""
