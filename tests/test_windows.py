@@ -22,7 +22,8 @@ from chunkwise.models import Models
 from chunkwise.query.candidate import Query
 from chunkwise.query.retrieve import Retrieve
 from chunkwise.query.trace import Trace
-from chunkwise.store import StoreSettings
+from chunkwise.store import StoreSettings, sqlite
+from chunkwise.store.dense import DenseIndex
 from chunkwise.store.sqlite import SQLiteStore
 from tests.support.documents import doc_from_markdown_lines
 from tests.support.fakes import CountingEmbedder, HashEmbedder
@@ -295,3 +296,40 @@ def test_a_search_reads_windows_of_its_own_generation_while_another_process_writ
         assert reader.dense_index().generation > stale.generation
         with pytest.raises(StoreError, match="changed since"):
             stale.window_scores(query, [key for key, _ in before])
+
+
+@requires_usearch
+def test_a_write_landing_before_a_search_reads_its_windows_restarts_the_search(tmp_path: Path) -> None:
+    """The search reads its windows without the store's lock: a write that lands between the index and
+    its window reads makes it start again on the new generation (the answer is the new store's), and
+    writes landing before every try are met by a last try that holds the lock throughout."""
+    at_one = StoreSettings(hnsw_threshold=1)
+    with SQLiteStore(tmp_path / "kb", at_one) as reader, SQLiteStore(tmp_path / "kb", at_one) as writer:
+        put(writer, doc_from_markdown_lines("a.md", "# A\n" + "Some words. " * 40), windowed=True)
+        query = unit_vectors(1, seed=7)[0]
+        reader.dense(query, 3)
+        writes = iter(range(10, 10 + sqlite.SEARCH_TRIES - 1))
+        indexes = []
+        plain = reader.dense_index
+
+        def index_then_a_write() -> DenseIndex:
+            """The index, then a write by another connection before the search can read its windows."""
+            index = plain()
+            indexes.append(index.generation)
+            seed = next(writes, None)
+            if seed is not None:
+                put(
+                    writer,
+                    doc_from_markdown_lines(f"{seed}.md", f"# {seed}\n" + "More. " * 40),
+                    seed=seed,
+                    windowed=True,
+                )
+            return index
+
+        reader.dense_index = index_then_a_write  # type: ignore[method-assign]
+        found = reader.dense(query, 3)
+        del reader.dense_index
+        with SQLiteStore(tmp_path / "kb", StoreSettings(hnsw_threshold=10**9), read_only=True) as fresh:
+            assert_same_hits(found, fresh.dense(query, 3))
+        assert next(writes, None) is None  # every try but the last met a write
+        assert indexes[-1] > indexes[0]

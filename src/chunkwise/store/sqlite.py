@@ -87,6 +87,9 @@ CORRUPT_MESSAGES = ("malformed", "not a database", "vtable constructor failed")
 REPAIR_HINT = "`chunkwise kb check` lists the damage and `chunkwise kb repair` rebuilds what can be kept"
 #: How many values one SQL statement binds at most (SQLite before 3.32 allows 999).
 SQL_VARIABLES = 900
+#: How many times a dense search starts again on a newer generation when a write lands before it has
+#: read its passage windows (:meth:`SQLiteStore.dense`); the last try holds the store's lock.
+SEARCH_TRIES = 3
 #: The sidecar indexes beside the database, as ``(saved index, stamp)``.
 SIDECARS = ((lexical.FOLDER, lexical.STAMP), (dense.GRAPH, dense.STAMP))
 
@@ -111,6 +114,11 @@ def _ready(db: sqlite3.Connection, *, damaged: bool = False) -> sqlite3.Connecti
 def fts_query(text: str) -> str:
     """An FTS5 MATCH expression: the query's search terms, each quoted, joined by OR (``""`` if none)."""
     return " OR ".join('"' + term.replace('"', '""') + '"' for term in search_terms(text))
+
+
+class _GenerationMovedError(StoreError):
+    """A window read for an index of an older generation than the store's (a write landed since the index
+    was read): its chunk keys may now name other chunks, so the search must start again."""
 
 
 class SQLiteStore:
@@ -766,7 +774,7 @@ class SQLiteStore:
             rows: list[Any] = []
             with self._lock, self._snapshot():
                 if self.generation() != generation:
-                    raise StoreError(
+                    raise _GenerationMovedError(
                         self.location, "the store changed since its vectors were read: search again"
                     )
                 wanted = keys.tolist()
@@ -830,16 +838,30 @@ class SQLiteStore:
         """The ``k`` nearest chunk keys by cosine (a chunk with passage windows: its best vector): exact
         below ``hnsw_threshold`` chunks, through the HNSW graph at or above it (see
         :meth:`.DenseIndex.search`). :class:`ConfigError` when ``vector`` is not of the stored vectors'
-        size (another embedder). A search whose index reads passage windows from the database runs in
-        one read transaction (:meth:`_current_index`), so a write committed meanwhile does not fail it."""
+        size (another embedder).
+
+        An index that reads its passage windows from the database searches without the store's lock (a
+        first search after a write builds the graph, which takes minutes at 100k chunks, and the other
+        threads of the store go on meanwhile); when a write lands before its windows are read, the search
+        starts again on the new generation, and its last try holds the lock and one read transaction
+        throughout (:meth:`_current_index`), so writes that keep landing cannot fail it."""
+        for _ in range(SEARCH_TRIES - 1):
+            try:
+                return self._dense_search(self.dense_index(), vector, k)
+            except _GenerationMovedError:
+                continue
         with self._current_index() as index:
-            dim = index.matrix.shape[1]
-            if len(index) and vector.shape != (dim,):
-                raise ConfigError(
-                    f"{self.directory}: the query vector has {vector.size} dimensions, the stored vectors "
-                    f"{dim}; search with the embedder that built the store ({self.meta('embedder')})"
-                )
-            return index.search(vector, k, approximate=self._graph_searched(len(index)))
+            return self._dense_search(index, vector, k)
+
+    def _dense_search(self, index: DenseIndex, vector: Vectors, k: int) -> list[tuple[int, float]]:
+        """:meth:`dense` on ``index``."""
+        dim = index.matrix.shape[1]
+        if len(index) and vector.shape != (dim,):
+            raise ConfigError(
+                f"{self.directory}: the query vector has {vector.size} dimensions, the stored vectors "
+                f"{dim}; search with the embedder that built the store ({self.meta('embedder')})"
+            )
+        return index.search(vector, k, approximate=self._graph_searched(len(index)))
 
     def dense_method(self) -> str:
         """``hnsw`` when the store holds at least ``settings.hnsw_threshold`` chunks, else ``exact``."""
