@@ -10,8 +10,10 @@ from hypothesis import strategies as st
 
 from chunkwise.errors import EmptyDocumentError, UnsafeContentError
 from chunkwise.parsing import ParseLimits, parse_bytes, parse_file
+from chunkwise.parsing.blocks import MAX_LIST_NUMBER
 from chunkwise.parsing.consistency import compare
 from chunkwise.parsing.html import parse_html
+from chunkwise.parsing.markdown import parse_markdown
 
 PAGE = """<!doctype html><html><head><title>Sample page</title><style>p{}</style>
 <script>var x = "<div>";</script></head>
@@ -138,12 +140,17 @@ def test_table_header_rows_come_first_and_nested_tables_stay_in_their_cell() -> 
         ('<ol start="\u00b2"><li>a</li></ol>', ["1."]),
         ('<ol start="99999999999999999999"><li>a</li></ol>', ["999999999."]),
         (f'<ol><li value="-{"9" * 5000}">a</li></ol>', ["-999999999."]),
+        ('<ol start="999999999"><li>a<li>b</ol>', ["999999999.", "999999999."]),
+        ('<ol><li value="999999998">a<li>b<li>c</ol>', ["999999998.", "999999999.", "999999999."]),
+        ('<ol reversed start="-999999999"><li>a<li>b</ol>', ["-999999999.", "-999999999."]),
+        ('<ol reversed><li value="-999999998">a<li>b<li>c</ol>', ["-999999998.", *["-999999999."] * 2]),
         ('<ul><li value="4">a</li></ul>', ["-"]),
     ],
 )
 def test_list_numbers_follow_start_value_and_reversed(markup: str, numbers: list[str]) -> None:
     """Numbers as a browser shows them; non-numbers are ignored and huge values clamped to nine digits
-    (a CommonMark list marker), so no value crashes the conversion or bloats the text."""
+    (a CommonMark list marker), so no value crashes the conversion or bloats the text, and a list
+    counting on past the bound, up or down, stays at it."""
     doc = parse_html(markup, "list.html")
     assert [unit.text.split()[0] for unit in doc.units] == numbers
 
@@ -159,6 +166,35 @@ def test_a_reversed_list_counts_down_to_one(items: list[str]) -> None:
     doc = parse_html(f"<ol reversed>{''.join(items)}</ol>", "list.html")
     numbers = [unit.text.split()[0] for unit in doc.units if unit.level == 0]
     assert numbers == [f"{n}." for n in range(len(items), 0, -1)]
+
+
+@given(
+    start=st.integers(-(10**10), 10**10),
+    values=st.lists(st.one_of(st.none(), st.integers(-(10**10), 10**10)), min_size=1, max_size=6),
+    reversed_list=st.booleans(),
+)
+def test_every_list_number_stays_within_nine_digits(
+    start: int, values: list[int | None], reversed_list: bool
+) -> None:
+    """Whatever ``start``, ``value`` and direction, every number shown has at most nine digits, and an
+    item without ``value`` is the one before it counted on by one, held at the bound."""
+    items = "".join("<li>x</li>" if value is None else f'<li value="{value}">x</li>' for value in values)
+    markup = f'<ol start="{start}"{" reversed" if reversed_list else ""}>{items}</ol>'
+    numbers = [int(unit.text.split()[0].rstrip(".")) for unit in parse_html(markup, "list.html").units]
+    assert all(abs(number) <= MAX_LIST_NUMBER for number in numbers)
+    step = -1 if reversed_list else 1
+    for before, number, value in zip(numbers, numbers[1:], values[1:], strict=False):
+        if value is None:
+            assert number == max(-MAX_LIST_NUMBER, min(MAX_LIST_NUMBER, before + step))
+
+
+def test_a_markdown_list_counting_past_the_bound_matches_its_html() -> None:
+    """CommonMark allows a nine-digit start; the items after it are held at the bound in Markdown as in
+    the HTML it renders to, so the two parse to the same units."""
+    markdown = parse_markdown("999999999. a\n1. b\n", "list.md")
+    html = parse_html('<ol start="999999999"><li>a</li><li>b</li></ol>', "list.html")
+    assert [unit.text for unit in markdown.units] == ["999999999. a", "999999999. b"]
+    assert [unit.text for unit in html.units] == [unit.text for unit in markdown.units]
 
 
 def test_pandoc_code_blocks_keep_their_language() -> None:

@@ -12,7 +12,9 @@ the same units by construction. The rules:
   table) starts inside it, the text so far is emitted first, so the parent item precedes its children;
   text after a nested block becomes a paragraph;
 * a quote becomes one unit, one line per paragraph, list item or heading inside it; a code block or a
-  table inside a quote splits the quote around it, keeping reading order and the block whole.
+  table inside a quote splits the quote around it, keeping reading order and the block whole;
+* an ordered item's number is clamped to +-:data:`MAX_LIST_NUMBER`, however its list counts on from its
+  start, as a browser keeps list numbers within its integer range.
 """
 
 from __future__ import annotations
@@ -21,6 +23,11 @@ from dataclasses import dataclass, field
 from enum import Enum, auto
 
 from chunkwise.parsing.builder import DocumentBuilder, normalise_inline
+
+#: The largest list number kept: the nine digits a CommonMark ordered-list marker may have. Every item
+#: number is clamped to it (and its negative), so a list starting near the bound counts up to it and
+#: stays there rather than growing a tenth digit.
+MAX_LIST_NUMBER = 999_999_999
 
 
 class _Kind(Enum):
@@ -99,16 +106,16 @@ class BlockAssembler:
         """Start a list item; outside any list it counts as a top-level bullet.
 
         ``value`` (an HTML ``<li value>``) renumbers an item of an ordered list and the items after it.
+        The number given is clamped to +-:data:`MAX_LIST_NUMBER`.
         """
         top = self._stack[-1]
         depth, number = 0, None
         if top.kind is _Kind.LIST:
             self.builder.paragraph(top.take_text())
-            if top.number is not None and value is not None:
-                top.number = value
-            depth, number = top.level, top.number
             if top.number is not None:
-                top.number += top.step
+                number = min(max(top.number if value is None else value, -MAX_LIST_NUMBER), MAX_LIST_NUMBER)
+                top.number = number + top.step
+            depth = top.level
         else:
             self._flush_inline()
         self._stack.append(_Frame(_Kind.ITEM, level=depth, number=number))

@@ -2,9 +2,10 @@
 
 Kept: headings ``h1``-``h6``, paragraphs, ``ul``/``ol`` with nesting depth and numbers (counted as a
 browser counts them: ``ol start``, ``li value`` and ``ol reversed`` honoured, attribute values bounded by
-:func:`html_integer`), tables (``th``/``td`` rows, header rows first), ``pre`` as code (language from
-``language-*`` or Pandoc classes), ``blockquote``, ``figcaption``/``caption`` as captions; text in
-``div``/``span`` and other containers outside these becomes paragraphs. The walk emits the same events
+:func:`html_integer`, the numbers counted on from them held to the same bound), tables (``th``/``td``
+rows, header rows first), ``pre`` as code (language from ``language-*`` or Pandoc classes),
+``blockquote``, ``figcaption``/``caption`` as captions; text in ``div``/``span`` and other containers
+outside these becomes paragraphs. The walk emits the same events
 as the Markdown parser (see :mod:`.blocks`), so a page rendered from Markdown parses to the same units.
 
 Dropped, following W-RAC's cleaning (cookies, page navigation, login information):
@@ -38,7 +39,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from chunkwise.document import Document
 from chunkwise.errors import EmptyDocumentError, UnsafeContentError
-from chunkwise.parsing.blocks import BlockAssembler
+from chunkwise.parsing.blocks import MAX_LIST_NUMBER, BlockAssembler
 from chunkwise.parsing.builder import normalise_inline
 from chunkwise.parsing.decoding import decode_bytes
 from chunkwise.parsing.limits import ParseLimits
@@ -388,9 +389,6 @@ class _Walker:
 
 #: An HTML integer: leading whitespace, an optional sign, ASCII digits; anything after them is ignored.
 _HTML_INTEGER = re.compile(r"[\t\n\f\r ]*([+-]?)([0-9]+)")
-
-#: The largest list number kept: the nine digits a CommonMark ordered-list marker may have.
-MAX_LIST_NUMBER = 999_999_999
 
 
 def html_integer(value: str | None) -> int | None:
