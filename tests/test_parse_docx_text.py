@@ -234,10 +234,12 @@ def test_footnotes_and_endnotes_become_markdown_footnotes_in_reference_order(tmp
     )
 
 
-def test_a_docx_with_footnotes_parses_like_its_markdown_original(tmp_path: Path) -> None:
-    markdown = parse_markdown("Bags are weighed.[^1]\n\n[^1]: At the counter.\n", "original.md")
+@pytest.mark.parametrize("text", ["At the counter.", "https://example.com/fees"])
+def test_a_docx_with_footnotes_parses_like_its_markdown_original(tmp_path: Path, text: str) -> None:
+    """A note whose text is only a URL too: the Markdown parser keeps ``[^1]: https://...`` as a note."""
+    markdown = parse_markdown(f"Bags are weighed.[^1]\n\n[^1]: {text}\n", "original.md")
     body = f"<w:p>{run('Bags are weighed.')}{footnote_reference(1)}</w:p>"
-    doc = parse_file(docx_with_notes(tmp_path, body, {"footnote": note("footnote", 1, "At the counter.")}))
+    doc = parse_file(docx_with_notes(tmp_path, body, {"footnote": note("footnote", 1, text)}))
     assert [(u.kind, u.text) for u in doc.units] == [(u.kind, u.text) for u in markdown.units]
 
 

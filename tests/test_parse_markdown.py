@@ -130,6 +130,29 @@ def test_headings_set_parents_by_level() -> None:
     ]
 
 
+@pytest.mark.parametrize(
+    "definition",
+    [
+        "[^1]: See the fees page.",
+        "[^1]: https://example.com/fees",
+        '[^1]: https://example.com/fees "Fees"',
+        "[^1]:\n    https://example.com/fees",
+        "> [^1]: https://example.com/fees",
+    ],
+)
+def test_a_footnote_definition_stays_text_whatever_its_text(definition: str) -> None:
+    """A footnote definition whose text is a link destination is not read as a link reference
+    definition: the note stays, and so does the ``[^1]`` that refers to it."""
+    doc = parse_markdown(f"Bags are weighed.[^1]\n\n{definition}\n", "notes.md")
+    assert doc.units[0].text == "Bags are weighed.[^1]"
+    assert doc.units[1].text.lstrip("> ").startswith("[^1]:")
+    assert ("example.com/fees" in doc.units[1].text) == ("example.com" in definition)
+
+
+def test_a_link_reference_definition_is_still_one() -> None:
+    assert parse_markdown("See [fees].\n\n[fees]: https://example.com/fees\n", "links.md").text == "See fees."
+
+
 def test_markdown_without_text_is_empty() -> None:
     with pytest.raises(EmptyDocumentError, match=r"empty\.md"):
         parse_bytes(b"---\n\n<!-- nothing -->\n", "empty.md")

@@ -13,7 +13,8 @@ table's delimiter row, read when a table might interrupt a paragraph). So a piec
 own parse begins a top-level block at least :data:`_LOOKAHEAD_LINES` lines before the piece's end, and
 the next piece starts at that block (the tokens from it on are parsed again there). Link reference
 definitions are the exception: they apply to the whole document, so a long document that may define one
-is read once first to collect them, and walked in a second reading.
+is read once first to collect them, and walked in a second reading. A definition whose label starts
+with ``^`` is a footnote (``[^1]: text``) and is kept as text, whatever its text is.
 
 A top-level block longer than a piece (a long list or block quote) is parsed whole: the piece grows
 until it holds the block, by no more than :data:`MAX_BLOCK_TOKENS` tokens allow, and a block that would
@@ -28,7 +29,7 @@ import re
 from collections.abc import Iterator, Sequence
 
 from markdown_it import MarkdownIt
-from markdown_it.rules_block import StateBlock, table
+from markdown_it.rules_block import StateBlock, reference, table
 from markdown_it.rules_core import StateCore
 from markdown_it.token import Token
 from markdown_it.utils import EnvType
@@ -141,6 +142,16 @@ def _body_rows(state: StateBlock, start: int, end: int) -> int:
     return line - start - 2
 
 
+def _reference_unless_footnote(state: StateBlock, start: int, end: int, silent: bool) -> bool:
+    """markdown-it's link reference definition rule, except for a definition whose label starts with
+    ``^``: that is a footnote definition (``[^1]: text``, as GitHub and Pandoc write them), kept as the
+    paragraph it reads as when its text is not a link destination. Read as a reference, a note whose
+    text is a URL would vanish and its references ``[^1]`` would turn into links reading ``^1``."""
+    if state.src.startswith("[^", state.bMarks[start] + state.tShift[start]):
+        return False
+    return reference(state, start, end, silent)
+
+
 class _InlineMarkup:
     """A core rule run just before markdown-it parses the inline runs (paragraphs, headings, table cells):
     it refuses the document when one run's markup could make more than :data:`MAX_BLOCK_TOKENS` tokens.
@@ -182,6 +193,7 @@ class _PieceParser:
         self.cells = _TableCells(source)
         self.md = MarkdownIt("commonmark", {"maxNesting": self.nesting}).enable(["table", "strikethrough"])
         self.md.block.ruler.before("table", "table_cells", self.cells)
+        self.md.block.ruler.at("reference", _reference_unless_footnote)
         self.markup = _InlineMarkup(source)
         self.md.core.ruler.before("inline", "inline_markup", self.markup)
 
