@@ -243,6 +243,17 @@ def test_a_docx_with_footnotes_parses_like_its_markdown_original(tmp_path: Path,
     assert [(u.kind, u.text) for u in doc.units] == [(u.kind, u.text) for u in markdown.units]
 
 
+def test_a_reference_without_an_id_attaches_no_note(tmp_path: Path) -> None:
+    """``w:id`` is required on a note reference and on a note: a reference without one does not name
+    the note without one (both invalid), so nothing is attached and that note is left out."""
+    body = f"<w:p>{run('Bags are weighed.')}<w:r><w:footnoteReference/></w:r>{footnote_reference(1)}</w:p>"
+    footnotes = note("footnote", 1, "At the counter.") + note("footnote", 2, "No id.").replace(
+        ' w:id="2"', ""
+    )
+    doc = parse_file(docx_with_notes(tmp_path, body, {"footnote": footnotes}))
+    assert doc.text == "Bags are weighed.[^1]\n\n[^1]: At the counter."
+
+
 def test_a_notes_part_declaring_entities_is_refused(tmp_path: Path) -> None:
     prolog = '<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa">]>'
     body = f"<w:p>{run('Text')}{footnote_reference(1)}</w:p>"

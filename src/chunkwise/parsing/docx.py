@@ -204,15 +204,19 @@ class _Notes:
             root = parse_xml(part.blob) if root is None else root
             kind = tag.rsplit("}", 1)[1]
             for note in root.iterchildren(tag):
-                if note.get(f"{_W}type", "normal") == "normal":
-                    notes.elements.setdefault((kind, note.get(f"{_W}id", "")), note)
+                note_id = note.get(f"{_W}id")
+                if note.get(f"{_W}type", "normal") == "normal" and note_id is not None:
+                    notes.elements.setdefault((kind, note_id), note)
         return notes
 
     def reference(self, element: Any) -> str:
         """The Markdown reference ``[^n]`` for a ``w:footnoteReference``/``w:endnoteReference``; empty
-        when it names no note of the package (Word shows nothing there either)."""
-        key = (element.tag.rsplit("}", 1)[1].removesuffix("Reference"), element.get(f"{_W}id", ""))
-        if key not in self.elements:
+        when it names no note of the package (Word shows nothing there either). ``w:id`` is required on
+        both: a reference without one names no note, and a note without one is never referenced, so
+        the two invalid elements are not paired with each other."""
+        note_id = element.get(f"{_W}id")
+        key = (element.tag.rsplit("}", 1)[1].removesuffix("Reference"), note_id or "")
+        if note_id is None or key not in self.elements:
             return ""
         if key not in self.numbers:
             self.order.append(key)
