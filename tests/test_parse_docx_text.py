@@ -148,6 +148,40 @@ def test_a_deleted_paragraph_mark_joins_across_markup_and_inside_table_cells(tmp
     assert parse_file(docx_with_body(tmp_path, body)).text == "runon\n\n| inside apart |\n|---|"
 
 
+def content_control(inner: str) -> str:
+    return f'<w:sdt><w:sdtPr><w:id w:val="1"/></w:sdtPr><w:sdtContent>{inner}</w:sdtContent></w:sdt>'
+
+
+def test_a_deleted_paragraph_mark_joins_into_a_following_content_control(tmp_path: Path) -> None:
+    """A content control or custom XML block after the paragraph does not stop the join: its first
+    paragraph is the next one, in the body as in a table cell. A paragraph ending a control stands
+    alone, and so does one before a control whose first block is a table; nothing is lost or doubled."""
+    deleted = f'<w:pPr><w:rPr><w:del w:id="5" {_REVISION}/></w:rPr></w:pPr>'
+
+    def paragraph(text: str, properties: str = "") -> str:
+        return f"<w:p>{properties}{run(text)}</w:p>"
+
+    heading = paragraph("title", '<w:pPr><w:pStyle w:val="Heading1"/></w:pPr>')
+    table = f"<w:tbl><w:tr><w:tc>{paragraph('cell')}</w:tc></w:tr></w:tbl>"
+    cell = paragraph("in", deleted) + content_control(paragraph("side")) + paragraph("out")
+    body = (
+        paragraph("Joined ", deleted)
+        + content_control(heading + paragraph("next"))
+        + paragraph("Custom ", deleted)
+        + f'<w:customXml w:element="x">{content_control(paragraph("nested"))}</w:customXml>'
+        + content_control(paragraph("Ends it.", deleted))
+        + paragraph("After.")
+        + paragraph("Before a table.", deleted)
+        + content_control(table)
+        + f"<w:tbl><w:tr><w:tc>{cell}</w:tc></w:tr></w:tbl>"
+    )
+    doc = parse_file(docx_with_body(tmp_path, body))
+    assert doc.text == (
+        "# Joined title\n\nnext\n\nCustom nested\n\nEnds it.\n\nAfter.\n\nBefore a table.\n\n"
+        "| cell |\n|---|\n\n| inside out |\n|---|"
+    )
+
+
 def test_a_row_whose_deletion_is_tracked_is_left_out(tmp_path: Path) -> None:
     """A tracked deleted row (``w:trPr/w:del``) is not part of the revised table."""
     deleted = f'<w:trPr><w:del w:id="6" {_REVISION}/></w:trPr>'

@@ -21,8 +21,9 @@ Tracked changes are shown accepted (the document as revised): inserted text is r
 (``w:del``) and the old place of moved text (``w:moveFrom``) are not, and a paragraph whose mark is
 deleted (``w:pPr/w:rPr/w:del`` or ``w:moveFrom``) runs on into the next paragraph, as Word shows it
 once the change is accepted: its text is joined to the next paragraph's without a space (in the body,
-a table cell, a text box or a note alike, and across bookmark marks between the two), and the joined
-paragraph takes the next one's style, whose mark survives.
+a table cell, a text box or a note alike, across bookmark marks between the two, and into the first
+paragraph of a content control or custom XML block that follows), and the joined paragraph takes the
+next one's style, whose mark survives.
 
 Footnotes and endnotes (``word/footnotes.xml``, ``word/endnotes.xml``) are content: each reference
 becomes a Markdown footnote reference ``[^n]`` where it stands, ``n`` counting the notes of both kinds
@@ -282,10 +283,12 @@ class _BodyWalker:
         """Add every paragraph and table under ``body``, content controls (``w:sdt``) and custom XML
         blocks (``w:customXml``) descended into.
 
-        The text of a paragraph whose mark is deleted is carried into the next paragraph of the same
-        container; with none left to join (a table follows, or the container ends) it stands alone.
-        The open containers are kept on a list rather than recursed into, so no nesting depth can
-        exhaust the stack, whatever depth the XML parser allows.
+        The text of a paragraph whose mark is deleted is carried into the next paragraph: the next one
+        of the same container, or the first one inside a content control or custom XML block that
+        follows (:func:`_previous_block`). With none to join (a table follows, or a content control
+        without content, or the container ends) it stands alone, so a paragraph ending a content
+        control does not run on past it. The open containers are kept on a list rather than recursed
+        into, so no nesting depth can exhaust the stack, whatever depth the XML parser allows.
         """
         carried: list[str] = []  # the texts of paragraphs whose marks are deleted, joined once at the end
         open_containers: list[Iterator[Any]] = [body.iterchildren()]
@@ -299,19 +302,16 @@ class _BodyWalker:
                 continue
             if child is not None and child.tag not in _BLOCKS:
                 continue  # markup between blocks (a bookmark's end) does not part them
-            if carried:  # the container ends, or a table or another container follows: nothing to join
+            content = _block_content(child) if child is not None else None
+            if carried and content is None:  # nothing to join: see above
                 self.builder.paragraph("".join(carried))
                 carried = []
             if child is None:
                 open_containers.pop()
             elif child.tag == f"{_W}tbl":
                 self.builder.table(_table_rows(child, self._notes))
-            elif child.tag == f"{_W}sdt":
-                content = child.find(f"{_W}sdtContent")
-                if content is not None:
-                    open_containers.append(content.iterchildren())
-            else:  # w:customXml
-                open_containers.append(child.iterchildren())
+            elif content is not None:
+                open_containers.append(content.iterchildren())
 
     def add_notes(self) -> None:
         """Add the referenced notes as ``[^n]: text`` paragraphs in number order. A note that references
@@ -394,13 +394,40 @@ def _mark_removed(p: Any) -> bool:
     return any(p.find(path) is not None for path in _MARK_REMOVED)
 
 
+def _block_content(block: Any) -> Any:
+    """The element holding the blocks of a content control (its ``w:sdtContent``, ``None`` when it has
+    none) or of a custom XML block (the block itself); ``None`` for a paragraph or a table."""
+    if block.tag == f"{_W}sdt":
+        return block.find(f"{_W}sdtContent")
+    return block if block.tag == f"{_W}customXml" else None
+
+
+def _previous_block(p: Any) -> Any:
+    """The block before paragraph ``p`` in reading order: the previous block of its container, or, for
+    the first block of a content control or custom XML block, the one before that container (and so
+    on outwards); ``None`` at the start of a body, cell, text box or note."""
+    node = p
+    while node is not None:
+        previous = node.getprevious()
+        while previous is not None and previous.tag not in _BLOCKS:  # comments' tags are not strings
+            previous = previous.getprevious()
+        if previous is not None:
+            return previous
+        parent = node.getparent()
+        if parent is not None and parent.tag == f"{_W}sdtContent":
+            node = parent.getparent()
+        elif parent is not None and parent.tag == f"{_W}customXml":
+            node = parent
+        else:
+            return None
+    return None
+
+
 def _runs_on_from_previous(p: Any) -> bool:
-    """Whether paragraph ``p`` continues the block before it in its container, a paragraph whose mark
-    is deleted (the rule :meth:`_BodyWalker.walk` applies to the body, here for the paragraphs of table
-    cells, text boxes and notes)."""
-    previous = p.getprevious()
-    while previous is not None and previous.tag not in _BLOCKS:  # comments' tags are not strings
-        previous = previous.getprevious()
+    """Whether paragraph ``p`` continues the block before it (:func:`_previous_block`), a paragraph
+    whose mark is deleted (the rule :meth:`_BodyWalker.walk` applies to the body, here for the
+    paragraphs of table cells, text boxes and notes)."""
+    previous = _previous_block(p)
     return previous is not None and previous.tag == f"{_W}p" and _mark_removed(previous)
 
 
