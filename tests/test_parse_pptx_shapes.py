@@ -12,7 +12,7 @@ from pptx.util import Inches
 
 from chunkwise.document import UnitKind
 from chunkwise.errors import CorruptFileError
-from chunkwise.parsing import parse_file
+from chunkwise.parsing import ParseLimits, parse_file
 from chunkwise.parsing import pptx as pptx_parser
 from tests.support.packages import edited_package
 
@@ -204,3 +204,45 @@ def test_the_shape_walk_does_not_recurse_per_nesting_level() -> None:
     tree = etree.fromstring(xml.encode("utf-8"), parser)
     shapes = list(pptx_parser._shapes(tree, None, "slide 1", "deep.pptx"))
     assert [shape.text_frame.text for shape in shapes] == ["Deep"]
+
+
+#: The notes placeholder python-pptx writes on a notes page, up to its text.
+_NOTES_SHAPE = (
+    '<p:sp><p:nvSpPr><p:cNvPr id="3" name="Notes Placeholder 2"/><p:cNvSpPr><a:spLocks noGrp="1"/>'
+    '</p:cNvSpPr><p:nvPr><p:ph type="body" idx="3" sz="quarter"/></p:nvPr></p:nvSpPr><p:spPr/><p:txBody>'
+    "<a:bodyPr/><a:lstStyle/><a:p><a:r><a:t>{text}</a:t></a:r></a:p></p:txBody></p:sp>"
+)
+
+
+@pytest.mark.parametrize(
+    ("requires", "read"),
+    [("p14", "Notes the new way"), ("cx1", "Notes the old way")],
+    ids=["choice", "fallback"],
+)
+def test_notes_inside_alternate_content_are_read_once_like_a_slide(
+    tmp_path: Path, requires: str, read: str
+) -> None:
+    """python-pptx's notes text frame skips ``mc:AlternateContent``: notes drawn there were lost. They
+    are read with the slide's shape walk: the understood Choice, else the Fallback, never both."""
+    deck = pptx.Presentation()
+    slide = deck.slides.add_slide(deck.slide_layouts[5])
+    slide.shapes.title.text = "Plan"
+    slide.notes_slide.notes_text_frame.text = "Mention the lounge."
+    buffer = io.BytesIO()
+    deck.save(buffer)
+    alternate_notes = (
+        f'<mc:AlternateContent xmlns:mc="{_MC_NS}" {_P14} {_CX1}><mc:Choice Requires="{requires}">'
+        f"{_NOTES_SHAPE.format(text='Notes the new way')}</mc:Choice>"
+        f"<mc:Fallback>{_NOTES_SHAPE.format(text='Notes the old way')}</mc:Fallback></mc:AlternateContent>"
+    )
+
+    def edited(data: bytes) -> bytes:
+        xml = data.decode("utf-8")
+        original = _NOTES_SHAPE.format(text="Mention the lounge.")
+        assert xml.count(original) == 1
+        return xml.replace(original, alternate_notes).encode("utf-8")
+
+    package = edited_package(buffer.getvalue(), "ppt/notesSlides/notesSlide1.xml", edited)
+    doc = pptx_parser.parse_presentation(package, "notes.pptx", ParseLimits(), include_notes=True)
+    assert doc.text == f"# Plan\n\n{read}"
+    assert doc.units[-1].page == 1

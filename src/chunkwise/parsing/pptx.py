@@ -22,7 +22,8 @@ Mapping, decided from the decks of ``data/formats/`` (rendered from Markdown ori
   else the ``mc:Fallback``, as the Markup Compatibility rules have a reader choose; never both, since
   the branches hold the same content drawn two ways.
 * Speaker notes are left out by default (they are for the presenter, not the audience); pass
-  ``include_notes=True`` to :func:`parse_presentation` to add them as paragraphs after each slide.
+  ``include_notes=True`` to :func:`parse_presentation` to add them as paragraphs after each slide
+  (the notes page's body placeholder, alternate content resolved as on the slides).
 
 Shapes are read in z-order (the order of the slide's shape tree), which is also authoring order.
 """
@@ -103,7 +104,13 @@ def parse_presentation(
 
 
 def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool, source: str) -> None:
-    """Add every slide's title, shapes and (optionally) notes, each unit tagged with its slide number."""
+    """Add every slide's title, shapes and (optionally) notes, each unit tagged with its slide number.
+
+    The notes are the paragraphs of the notes page's body placeholder, found with the same shape walk
+    as the slide's (:func:`_shapes`), so notes drawn inside alternate content are read, once.
+    """
+    from pptx.enum.shapes import PP_PLACEHOLDER
+
     deck_title = False
     try:
         slides = list(presentation.slides)  # python-pptx resolves each slide's relationship here
@@ -112,7 +119,7 @@ def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool
     for number, slide in enumerate(slides, start=1):
         _require_shape_tree(slide, f"slide {number}", source)
         shapes = list(_shapes(slide.shapes.element, slide.shapes, f"slide {number}", source))
-        title_shape = _title_shape(shapes)
+        title_shape = _placeholder(shapes, PP_PLACEHOLDER.TITLE, PP_PLACEHOLDER.CENTER_TITLE)
         title_level = 1 if number == 1 or not deck_title else 2
         title_text = title_shape.text_frame.text if title_shape is not None else ""
         if title_text.strip():
@@ -132,9 +139,11 @@ def _add_slides(builder: DocumentBuilder, presentation: Any, include_notes: bool
             elif getattr(shape, "has_text_frame", False):
                 _text_frame(builder, shape, sub_level, number)
         if include_notes and slide.has_notes_slide:
-            _require_shape_tree(slide.notes_slide, f"the notes of slide {number}", source)
-            notes = slide.notes_slide.notes_text_frame
-            for paragraph in notes.paragraphs if notes is not None else ():
+            notes_slide, where = slide.notes_slide, f"the notes of slide {number}"
+            _require_shape_tree(notes_slide, where, source)
+            notes_shapes = list(_shapes(notes_slide.shapes.element, notes_slide.shapes, where, source))
+            notes = _placeholder(notes_shapes, PP_PLACEHOLDER.BODY)
+            for paragraph in notes.text_frame.paragraphs if notes is not None else ():
                 builder.paragraph(paragraph.text, page=number)
 
 
@@ -145,23 +154,19 @@ def _require_shape_tree(slide: Any, what: str, source: str) -> None:
         raise CorruptFileError(source, f"cannot read as PPTX: {what} has no shape tree")
 
 
-def _title_shape(shapes: list[Any]) -> Any:
-    """The slide's title: the first title placeholder with a text frame among ``shapes`` (a slide's
-    :func:`_shapes`), or ``None``.
+def _placeholder(shapes: list[Any], *kinds: Any) -> Any:
+    """The first text placeholder of one of ``kinds`` (``PP_PLACEHOLDER`` members) among ``shapes`` (a
+    slide's or notes page's :func:`_shapes`), or ``None``: a slide's title, a notes page's body.
 
-    Looked for in the shapes the parser reads rather than in python-pptx's ``slide.placeholders``,
-    which skips alternate content: a title drawn inside ``mc:AlternateContent`` is still the title.
-    As there, a group's shapes are not placeholders; a picture or graphic frame that claims the
-    title placeholder has no text and is passed over.
+    Looked for in the shapes the parser reads rather than in python-pptx's ``placeholders`` (or its
+    ``notes_text_frame``), which skip alternate content: a title or notes drawn inside
+    ``mc:AlternateContent`` are still the title or the notes. As there, a group's shapes are not
+    placeholders; a picture or graphic frame that claims the placeholder has no text and is passed over.
     """
-    from pptx.enum.shapes import PP_PLACEHOLDER
     from pptx.shapes.placeholder import SlidePlaceholder
 
     for shape in shapes:
-        if isinstance(shape, SlidePlaceholder) and shape.placeholder_format.type in (
-            PP_PLACEHOLDER.TITLE,
-            PP_PLACEHOLDER.CENTER_TITLE,
-        ):
+        if isinstance(shape, SlidePlaceholder) and shape.placeholder_format.type in kinds:
             return shape
     return None
 
