@@ -106,3 +106,16 @@ def test_a_short_buffered_output_whose_reader_is_gone(data_dir, tmp_path):
     run_chunkwise("ingest", str(data_dir / "formats" / "Boarding Process.md"), "--kb", kb, check=True)
     done = _run_with_the_reader_gone("kb", "list", "--kb", kb, "--json")
     assert (done.returncode, done.stderr) == (BROKEN_PIPE_STATUS, "")
+
+
+@pytest.mark.parametrize(
+    "args",
+    [["--help"], ["ingest", "--help"], ["kb", "list", "--help"], [], ["kb"]],
+    ids=["--help", "ingest --help", "kb list --help", "no command", "kb alone"],
+)
+def test_help_whose_reader_is_gone(args):
+    """``chunkwise --help | head -1``: typer prints help through a rich console of its own, which on a
+    closed pipe exits with status 1; it ends like any other output instead. A group called without a
+    command (``chunkwise``, ``chunkwise kb``) prints the same help."""
+    done = _run_with_the_reader_gone(*args)
+    assert (done.returncode, done.stderr) == (BROKEN_PIPE_STATUS, "")

@@ -17,6 +17,8 @@ import errno
 import importlib
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any, NoReturn
 
 import typer
@@ -62,21 +64,25 @@ class _Commands(TyperGroup):
     or another operating-system error.
 
     Typer shows a usage error as a boxed panel, turns a :class:`KeyboardInterrupt` into exit status 130
-    without a word, a closed pipe into status 1 and another :class:`OSError` into a traceback;
-    catching them here, where the arguments are parsed and the command runs, makes each one
-    ``error:`` line (none for the closed pipe)."""
+    without a word, a closed pipe into status 1 (its help's too) and another :class:`OSError` into a
+    traceback; catching them here, where the arguments are parsed (and help printed) and the command
+    runs, makes each one ``error:`` line (none for the closed pipe)."""
 
     def make_context(self, *args: Any, **kwargs: Any) -> Any:
         """Parse the group's own arguments (``chunkwise --bogus``), a usage error as ``error:`` lines."""
         try:
-            return super().make_context(*args, **kwargs)
+            with _help_on_a_closed_pipe():
+                return super().make_context(*args, **kwargs)
         except _USAGE_ERROR as exc:
             _usage_error(exc)
+        except OSError as exc:  # ``chunkwise --help | head -1``
+            _os_error(exc)
 
     def invoke(self, ctx: Any) -> Any:  # typer's own click Context, which it keeps private
         try:
             try:
-                return super().invoke(ctx)
+                with _help_on_a_closed_pipe():  # a sub-command's or sub-group's help
+                    return super().invoke(ctx)
             finally:  # what is still buffered fails here, not in the interpreter's flush at exit
                 sys.stdout.flush()
         except _USAGE_ERROR as exc:  # a sub-command's options and arguments, or a BadParameter
@@ -85,12 +91,35 @@ class _Commands(TyperGroup):
             error_line("interrupted")
             raise typer.Exit(INTERRUPTED_STATUS) from None
         except OSError as exc:
-            _drop_pending_output()
-            if exc.errno == errno.EPIPE:  # the reader went away (``| head``): nothing to tell it
-                raise typer.Exit(BROKEN_PIPE_STATUS) from None
-            reason = exc.strerror or str(exc)
-            error_line(f"{exc.filename}: {reason}" if exc.filename else reason)
-            raise typer.Exit(2) from None
+            _os_error(exc)
+
+
+@contextmanager
+def _help_on_a_closed_pipe() -> Iterator[None]:
+    """A closed pipe met while typer prints help raised as the :class:`BrokenPipeError` it is.
+
+    Typer prints help (``--help``, or a group called without a command) through a rich console of its
+    own, which handles a closed pipe by pointing stdout at the null device and raising ``SystemExit(1)``
+    while it handles the :class:`BrokenPipeError` (see :class:`chunkwise.cli.terminal._Console`), so
+    ``chunkwise --help | head -1`` ended with status 1. That error is raised again here, to end the
+    command as every other closed pipe does."""
+    try:
+        yield
+    except SystemExit as exc:
+        if isinstance(exc.__context__, BrokenPipeError):
+            raise exc.__context__ from None
+        raise
+
+
+def _os_error(exc: OSError) -> NoReturn:
+    """End the command for an operating-system error: quietly with :data:`BROKEN_PIPE_STATUS` for a
+    closed pipe, else one ``error:`` line and exit status 2."""
+    _drop_pending_output()
+    if exc.errno == errno.EPIPE:  # the reader went away (``| head``): nothing to tell it
+        raise typer.Exit(BROKEN_PIPE_STATUS) from None
+    reason = exc.strerror or str(exc)
+    error_line(f"{exc.filename}: {reason}" if exc.filename else reason)
+    raise typer.Exit(2) from None
 
 
 def _usage_error(exc: Any) -> NoReturn:
