@@ -119,3 +119,26 @@ def test_help_whose_reader_is_gone(args):
     command (``chunkwise``, ``chunkwise kb``) prints the same help."""
     done = _run_with_the_reader_gone(*args)
     assert (done.returncode, done.stderr) == (BROKEN_PIPE_STATUS, "")
+
+
+@pytest.mark.parametrize("as_json", [True, False], ids=["json", "table"])
+def test_one_large_write_whose_reader_leaves(tmp_path, as_json):
+    """One write far larger than a pipe holds (a document's JSON line of megabytes, or its whole table),
+    the reader leaving after a few bytes: the kernel reports the bytes the pipe took, not an error, and
+    with ``PYTHONUNBUFFERED`` set Python's text stdout drops the rest without a word, so the command
+    ended with status 0 as if the output had been read in full. It ends with 141, quietly."""
+    big = tmp_path / "big.txt"
+    big.write_text("".join(f"Paragraph {i} of a long plain text document.\n\n" for i in range(60_000)))
+    command = subprocess.Popen(
+        [sys.executable, "-m", "chunkwise", "parse", str(big), *(["--json"] if as_json else [])],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert command.stdout is not None
+    assert command.stderr is not None
+    assert command.stdout.read(10)
+    command.stdout.close()
+    stderr = command.stderr.read()
+    assert command.wait(timeout=600) == BROKEN_PIPE_STATUS
+    assert stderr == b""

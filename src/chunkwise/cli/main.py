@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import importlib
+import io
 import os
 import sys
 from collections.abc import Iterator
@@ -163,8 +164,58 @@ for _name in COMMAND_MODULES:
     importlib.import_module(_name).register(app)
 
 
+class _WholeWrites(io.RawIOBase):
+    """An unbuffered stdout's file, each write taken in full: the file's ``write`` is called until every
+    byte has gone, as a buffered stdout's flush does.
+
+    With ``PYTHONUNBUFFERED`` (or ``python -u``) the text stdout writes straight to its file and takes no
+    notice of how many bytes a write took. A write larger than a pipe holds, whose reader leaves after
+    reading a part (``| head -c 10``), takes what the pipe took: the kernel reports those bytes, not an
+    error. The rest was dropped without a word and the command ended with status 0, as if its output had
+    been read in full. Written on, the next write fails with EPIPE and the command ends as for any
+    closed pipe; a write a signal cuts short goes on where it stopped."""
+
+    def __init__(self, file: io.RawIOBase) -> None:
+        super().__init__()
+        self._file = file
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return self._file.fileno()
+
+    def isatty(self) -> bool:
+        return self._file.isatty()
+
+    def write(self, data: Any) -> int:
+        with memoryview(data) as view, view.cast("B") as octets:
+            done = 0
+            while done < len(octets):
+                taken = self._file.write(octets[done:])
+                if taken is None:  # a non-blocking stdout that is full: as a buffered one reports it
+                    raise BlockingIOError(errno.EAGAIN, os.strerror(errno.EAGAIN), done)
+                done += taken
+            return done
+
+
+def _stdout_written_whole() -> None:
+    """Give an unbuffered stdout (see :class:`_WholeWrites`) a file that takes each write in full; a
+    buffered one already does."""
+    stdout = sys.stdout
+    if isinstance(stdout, io.TextIOWrapper) and isinstance(stdout.buffer, io.RawIOBase):
+        sys.stdout = io.TextIOWrapper(
+            _WholeWrites(stdout.buffer),
+            encoding=stdout.encoding,
+            errors=stdout.errors,
+            line_buffering=stdout.line_buffering,
+            write_through=True,
+        )
+
+
 def run() -> None:
     """Run the CLI; library errors become one line on stderr and exit status 2."""
+    _stdout_written_whole()
     try:
         app()
     except ChunkwiseError as exc:
