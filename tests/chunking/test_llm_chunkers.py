@@ -16,6 +16,7 @@ from chunkwise.chunking import get_chunker, get_counter
 from chunkwise.chunking.agentic import SEPARATOR
 from chunkwise.chunking.llm_report import FALLBACK, REPAIRED, VALID, VALID_AFTER_REPROMPT
 from chunkwise.chunking.logprob import choose_marker
+from chunkwise.chunking.sections import DERIVED_TITLE_CHARS, _derived_title
 from chunkwise.document import Document
 from chunkwise.errors import ChunkingError, ConfigError, LLMResponseError
 from chunkwise.models.protocols import Message
@@ -270,6 +271,46 @@ def test_sections_place_starts_on_the_lines_of_an_old_mac_text() -> None:
     assert [c.section[0] for c in run.chunks] == ["Baggage", "Pets"]
     assert run.chunks[1].start == text.index("Pets")
     check_contract(doc, run.chunks, CHARS, 400)
+
+
+@pytest.mark.parametrize("separator", ["\u2028", "\x0c", "\x85", "\x1e"], ids=["U+2028", "FF", "NEL", "RS"])
+def test_a_section_without_a_title_is_named_by_its_first_line(separator: str) -> None:
+    """A section the model gives no title is named by its first non-blank line, a line as the chunkers
+    see it (ended by ``\\n``, ``\\r\\n`` or a lone ``\\r``): a line separator, form feed or other
+    character that ``str.splitlines`` breaks at is inside the line."""
+    title = f"Pets{separator}in the cabin"
+    text = f"Baggage rules apply to all flights.\nEach passenger has an allowance.\n\n\r\n{title}\r\n"
+    text += "A pet carrier counts as one bag.\n"
+    doc = text_document("pets.txt", text)
+    answer = {"sections": [{"title": "Baggage", "start_line": 0}, {"title": "", "start_line": 3}]}
+    run = _sections(FakeLLM([answer])).run(doc)
+    assert run.report.outcomes() == {VALID: 1}
+    assert [c.section[0] for c in run.chunks] == ["Baggage", title]
+    check_contract(doc, run.chunks, CHARS, 400)
+
+
+_BREAKS = st.sampled_from(["\n", "\r\n", "\r"])
+#: Characters ``str.splitlines`` breaks at but a chunker's line does not, whitespace among them.
+_NOT_BREAKS = "\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029"
+
+
+_IN_LINE = st.text(st.characters(blacklist_characters="\n\r"), max_size=40)
+
+
+@PROPERTY
+@given(
+    blank=st.lists(st.text(" \t" + _NOT_BREAKS, max_size=3), max_size=3),
+    breaks=st.lists(_BREAKS, min_size=4, max_size=4),
+    line=st.tuples(_IN_LINE.filter(str.strip), st.sampled_from(_NOT_BREAKS), _IN_LINE).map("".join),
+    rest=st.text(max_size=20),
+)
+def test_a_derived_title_is_the_first_non_blank_line_as_chunkers_see_it(
+    blank: list[str], breaks: list[str], line: str, rest: str
+) -> None:
+    """Blank lines (whitespace that ``str.splitlines`` may break at included), then a line holding such
+    a character, ended by ``\\n``, ``\\r\\n`` or a lone ``\\r``: the title is all of that line."""
+    text = "".join(b + breaks[i] for i, b in enumerate(blank)) + line + breaks[-1] + rest
+    assert _derived_title(text) == line.strip().lstrip("#").strip()[:DERIVED_TITLE_CHARS]
 
 
 def test_sections_rejects_itself_as_inner_chunker() -> None:

@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from chunkwise.chunking.base import Chunker, ChunkerParams
 from chunkwise.chunking.chunk import Chunk, ChunkBuilder
+from chunkwise.chunking.lines import next_break
 from chunkwise.chunking.llm_common import LLMChunker, LLMChunkerParams
 from chunkwise.chunking.llm_report import FALLBACK, REPAIRED, VALID, ChunkingReport, ChunkingRun, WindowReport
 from chunkwise.chunking.sections_plan import (
@@ -205,10 +206,19 @@ def _answer_budget(lines: int) -> int:
 
 
 def _derived_title(text: str) -> str:
-    """The first non-blank line, without Markdown heading marks, cut to :data:`DERIVED_TITLE_CHARS`."""
-    for line in text.splitlines():
-        if line.strip():
-            return line.strip().lstrip("#").strip()[:DERIVED_TITLE_CHARS]
+    """The first non-blank line, without Markdown heading marks, cut to :data:`DERIVED_TITLE_CHARS`.
+
+    Lines end as :mod:`chunkwise.chunking.lines` says (``\\n``, ``\\r\\n`` or a lone ``\\r``), as they
+    do where the model placed the section: a form feed or U+2028, where ``str.splitlines`` would also
+    break, is inside the line."""
+    start = 0
+    while start < len(text):
+        end = next_break(text, start)
+        end = len(text) if end < 0 else end
+        line = text[start:end].strip()
+        if line:
+            return line.lstrip("#").strip()[:DERIVED_TITLE_CHARS]
+        start = end + 1
     return ""
 
 
