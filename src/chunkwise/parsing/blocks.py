@@ -30,6 +30,11 @@ from chunkwise.parsing.builder import DocumentBuilder, normalise_inline
 MAX_LIST_NUMBER = 999_999_999
 
 
+def clamp_list_number(number: int) -> int:
+    """``number`` held to +-:data:`MAX_LIST_NUMBER`: the one bound every parser's list numbers keep."""
+    return min(max(number, -MAX_LIST_NUMBER), MAX_LIST_NUMBER)
+
+
 class _Kind(Enum):
     ROOT = auto()
     LIST = auto()
@@ -113,7 +118,7 @@ class BlockAssembler:
         if top.kind is _Kind.LIST:
             self.builder.paragraph(top.take_text())
             if top.number is not None:
-                number = min(max(top.number if value is None else value, -MAX_LIST_NUMBER), MAX_LIST_NUMBER)
+                number = clamp_list_number(top.number if value is None else value)
                 top.number = number + top.step
             depth = top.level
         else:

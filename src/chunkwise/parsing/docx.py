@@ -11,7 +11,9 @@ derived from the built-in ones are recognised:
 * ``Title`` and ``Heading 1``-``Heading 6`` (or an explicit outline level) become headings;
 * a paragraph with numbering properties (its own or its style's) becomes a list item, its depth the
   numbering level (or the level a "List Bullet 2"-style name implies, whichever is deeper) and its
-  number counted per list and level when the level's format is not a bullet;
+  number counted per list and level when the level's format is not a bullet, from the level's start
+  (``w:start``, ``w:startOverride``) and clamped to +-``MAX_LIST_NUMBER`` as HTML and Markdown list
+  numbers are;
 * ``Quote``/``Block Text`` style paragraphs become quotes, ``Source Code``/``HTML Preformatted`` code,
   ``Caption`` captions;
 * tables become Markdown tables (one row per ``w:tr``, one cell per ``w:tc``, so merged cells are
@@ -46,9 +48,10 @@ from typing import Any
 
 from chunkwise.document import Document
 from chunkwise.errors import CorruptFileError, EmptyDocumentError
+from chunkwise.parsing.blocks import clamp_list_number
 from chunkwise.parsing.builder import DocumentBuilder
 from chunkwise.parsing.limits import ParseLimits
-from chunkwise.parsing.ooxml import TextMarkup, check_package, unreadable
+from chunkwise.parsing.ooxml import TextMarkup, check_package, list_number, unreadable
 
 _W_NS = "http://schemas.openxmlformats.org/wordprocessingml/2006/main"
 _W = f"{{{_W_NS}}}"
@@ -150,7 +153,7 @@ class _Numbering:
                 fmt, start = _level_format(lvl) if lvl is not None else levels.get(ilvl, ("bullet", 1))
                 start_override = override.find(f"{_W}startOverride")
                 if start_override is not None:
-                    start = int(start_override.get(f"{_W}val", "1"))
+                    start = list_number(start_override.get(f"{_W}val", "1"))
                 levels[ilvl] = (fmt, start)
             for ilvl, (fmt, start) in levels.items():
                 numbering.formats[(num_id, ilvl)] = fmt
@@ -164,7 +167,7 @@ class _Numbering:
         key = (num_id, ilvl)
         if self.formats.get(key, "bullet") in _BULLET_FORMATS:
             return None
-        self.counters[key] = self.counters.get(key, self.starts.get(key, 1) - 1) + 1
+        self.counters[key] = clamp_list_number(self.counters.get(key, self.starts.get(key, 1) - 1) + 1)
         return self.counters[key]
 
 
@@ -173,7 +176,7 @@ def _level_format(lvl: Any) -> tuple[str, int]:
     start = lvl.find(f"{_W}start")
     return (
         fmt.get(f"{_W}val", "bullet") if fmt is not None else "bullet",
-        int(start.get(f"{_W}val", "1")) if start is not None else 1,
+        list_number(start.get(f"{_W}val", "1")) if start is not None else 1,
     )
 
 

@@ -24,7 +24,8 @@ A DOCX or PPTX file is a zip archive of XML parts, which makes it a vehicle for 
   ``max_uncompressed_bytes`` and its extracted text is checked against ``max_chars`` after parsing.
 
 Both the DOCX and the PPTX parser call :func:`check_package` first and hand the bytes to python-docx or
-python-pptx only when it passes.
+python-pptx only when it passes. Once they read the XML, :func:`list_number` reads the list start values
+(``w:start``, ``a:buAutoNum startAt``) without converting a hostile many-digit value.
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from dataclasses import dataclass
 from xml.parsers import expat
 
 from chunkwise.errors import CorruptFileError, FileTooLargeError, UnsafeContentError
+from chunkwise.parsing.blocks import clamp_list_number
 from chunkwise.parsing.limits import ParseLimits
 
 #: Members smaller than this are exempt from the per-member ratio check (tiny parts compress wildly).
@@ -50,6 +52,10 @@ _DTD_MARKUP = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.IGNORECASE)
 _ROOT_START = re.compile(rb"<[A-Za-z_:]")
 
 _SCAN_BLOCK = 4096
+
+#: An XML Schema integer, as OOXML's number attributes are typed: an optional sign and ASCII digits,
+#: with blank space around them allowed (the schema collapses it).
+_XSD_INTEGER = re.compile(r"[ \t\n\r]*([+-]?)([0-9]+)[ \t\n\r]*")
 
 #: What opening a damaged archive or reading a damaged member raises: zipfile's own errors, the
 #: decompressors' (zlib, LZMA; bzip2 raises OSError), an unsupported zip version or compression method
@@ -235,3 +241,19 @@ def unreadable(source: str, fmt: str, exc: Exception) -> CorruptFileError:
             f"a part of the package is not shaped as {fmt.upper()} requires ({type(exc).__name__}: {detail})"
         )
     return CorruptFileError(source, f"cannot read as {fmt.upper()}: {detail}")
+
+
+def list_number(value: str) -> int:
+    """A list start attribute (``w:start``, ``w:startOverride``, ``a:buAutoNum startAt``) as an item
+    number, clamped to +-:data:`~chunkwise.parsing.blocks.MAX_LIST_NUMBER` like HTML and Markdown list
+    numbers; only its first ten significant digits are converted, so a 10,000-digit value costs nothing.
+
+    Raises ``ValueError`` for a value that is no integer (empty, ``"abc"``, ``"1.5"``): the parsers
+    report it as a malformed package (:func:`unreadable`).
+    """
+    match = _XSD_INTEGER.fullmatch(value)
+    if match is None:
+        raise ValueError(f"list start {value[:20]!r} is not an integer")
+    sign, digits = match.groups()
+    number = int(digits.lstrip("0")[:10] or "0")  # ten digits already pass the bound
+    return clamp_list_number(-number if sign == "-" else number)

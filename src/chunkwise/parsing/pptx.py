@@ -15,7 +15,8 @@ Mapping, decided from the decks of ``data/formats/`` (rendered from Markdown ori
   are drawn; bold text without the added space before it stays a paragraph.
 * In body placeholders, which inherit bullets from the slide master, every paragraph without
   ``buNone`` is a list item; in other shapes only paragraphs with an explicit ``buChar``/``buAutoNum``
-  are. The depth is the paragraph level; ``buAutoNum`` items are numbered (``startAt`` honoured).
+  are. The depth is the paragraph level; ``buAutoNum`` items are numbered (``startAt`` honoured),
+  each number clamped to +-``MAX_LIST_NUMBER`` as HTML and Markdown list numbers are.
 * Other paragraphs become paragraphs; tables become Markdown tables; group shapes are descended into.
 * Alternate content (``mc:AlternateContent``, which python-pptx skips) is read once: the first
   ``mc:Choice`` whose required namespaces are all understood (see :data:`UNDERSTOOD_NAMESPACES`),
@@ -38,9 +39,10 @@ from typing import Any
 
 from chunkwise.document import Document
 from chunkwise.errors import CorruptFileError, EmptyDocumentError
+from chunkwise.parsing.blocks import clamp_list_number
 from chunkwise.parsing.builder import DocumentBuilder
 from chunkwise.parsing.limits import ParseLimits
-from chunkwise.parsing.ooxml import TextMarkup, check_package, unreadable
+from chunkwise.parsing.ooxml import TextMarkup, check_package, list_number, unreadable
 
 _A_NS = "http://schemas.openxmlformats.org/drawingml/2006/main"
 _A = f"{{{_A_NS}}}"
@@ -254,7 +256,7 @@ def _text_frame(builder: DocumentBuilder, shape: Any, sub_level: int, page: int)
             number = None
             if bullet == "number":
                 start = _auto_number_start(ppr)
-                counters[depth] = counters.get(depth, start - 1) + 1
+                counters[depth] = clamp_list_number(counters.get(depth, start - 1) + 1)
                 number = counters[depth]
             builder.list_item(text, depth=depth, number=number, page=page)
         if bullet != "number":
@@ -285,7 +287,7 @@ def _bullet_kind(ppr: Any, bulleted_by_default: bool) -> str | None:
 
 def _auto_number_start(ppr: Any) -> int:
     node = ppr.find(f"{_A}buAutoNum") if ppr is not None else None
-    return int(node.get("startAt", "1")) if node is not None else 1
+    return list_number(node.get("startAt", "1")) if node is not None else 1
 
 
 def _is_sub_heading(paragraph: Any, ppr: Any) -> bool:
