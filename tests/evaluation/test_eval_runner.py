@@ -90,6 +90,29 @@ def test_retrieval_settings_reuse_the_index(data_dir: Path, tmp_path: Path, embe
     assert len(list((tmp_path / "indexes").iterdir())) == 1
 
 
+class Built(CountingEmbedder):
+    """The counting embedder, naming the graph it runs as a bundled INT8 model does."""
+
+    def __init__(self, inner: Any, build: str) -> None:
+        super().__init__(inner)
+        self.build = build
+
+
+def test_another_build_of_the_embedder_indexes_anew(data_dir: Path, tmp_path: Path, embedder: Any) -> None:
+    """Same name, other graph: its vectors are not scored against the former graph's cached index."""
+    dataset = load_dataset(data_dir / "eval" / "rmc_mini")
+    one = config("recursive", 600, retrieval={"windows": 0})
+    embedded = []
+    for build in ("a", "b", "a"):
+        counting = Built(embedder, build)
+        report = evaluate(dataset, [("hybrid", one)], workdir=tmp_path, models=Models(embedder=counting))
+        chunks = report.configs[0].chunks
+        assert chunks is not None
+        embedded.append(counting.texts - len(dataset.queries))
+    assert embedded == [chunks.count, chunks.count, 0]  # the first build's index is still there
+    assert len(list((tmp_path / "indexes").iterdir())) == 2
+
+
 def test_sets_in_folders_of_one_name_keep_an_index_each(
     data_dir: Path, tmp_path: Path, embedder: Any
 ) -> None:

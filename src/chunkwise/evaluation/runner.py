@@ -39,7 +39,7 @@ from chunkwise.evaluation.scoring import check_gold, score_config
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models.accounting import CallRecord
 from chunkwise.models.context import Models
-from chunkwise.models.protocols import Embedder, Vectors, embed_queries
+from chunkwise.models.protocols import Embedder, Vectors, embed_queries, model_cache_name
 from chunkwise.query.trace import Trace
 
 #: The stage of a model call recorded without one of its own, by (phase, role); else the role names it.
@@ -227,12 +227,16 @@ def _query_vectors(
 
 
 def index_path(workdir: Path, dataset: Dataset, config: PipelineConfig, embedder: Embedder) -> Path:
-    """The cached store for this data set and ingest shape (chunking, headers, embedder): the same
-    fingerprint that makes a knowledge base re-ingest a document. The data set is named by its folder's
-    name and a digest of its resolved path, so two sets in folders of the same name (``a/dev`` and
-    ``b/dev``) keep one index each instead of re-indexing one over the other on every run."""
+    """The cached store for this data set and ingest shape (chunking, headers, embedder): the
+    fingerprint that makes a knowledge base re-ingest a document, with the embedder named as its cached
+    vectors are (release and build too: :func:`~chunkwise.models.protocols.model_cache_name`), so that an
+    evaluation never scores vectors of another graph than the one that embeds its queries. The data set
+    is named by its folder's name and a digest of its resolved path, so two sets in folders of the same
+    name (``a/dev`` and ``b/dev``) keep one index each instead of re-indexing one over the other on every
+    run."""
     folder = hashlib.sha256(Path(dataset.path).resolve().as_posix().encode()).hexdigest()[:8]
-    return workdir / "indexes" / f"{dataset.name}-{folder}-{config.ingest_fingerprint(embedder.name)}"
+    fingerprint = config.ingest_fingerprint(model_cache_name(embedder))
+    return workdir / "indexes" / f"{dataset.name}-{folder}-{fingerprint}"
 
 
 def _model_cost(record: CallRecord, phase: str) -> StageCost:

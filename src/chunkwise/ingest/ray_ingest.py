@@ -14,17 +14,17 @@ The file list becomes a Ray dataset, one file per row, and flows through the ing
    transaction, so a retried batch never stores a document twice.
 
 The result equals a serial ingest: the same documents, chunk ids, texts and headers, and the same
-embedder (name, dimension and package version, checked by every actor against the one recorded); the
-vectors differ only as model batches make them differ (float rounding, and the default INT8 embedder's
-activation scales, set per batch: a cosine above 0.99 to the serial vectors). A file that cannot be
-parsed or chunked (a chunker's bug included) is reported as a serial ingest reports it. Ray retries the
-tasks and restarts the actors of a worker that dies; documents committed before stay committed, and a
-re-run stores the rest. Each worker process keeps its own model ledger and budget: ``--max-cost`` bounds
-each worker, not the cluster. An error of the embedder or of a server store in an actor fails the
-documents it stops, named in the report, rather than the whole run: a spent budget or a server that
-keeps failing fails the documents of each batch it meets; a text the embedder refuses fails its
-document alone, as in a serial ingest. An error that does end the run (a worker's embedder not the one
-recorded, the cluster lost) is raised as the worker's own typed error, or as a one-line
+embedder (name, dimension and package version, checked by every actor against the one recorded), and the
+same vectors: the bundled INT8 embedders quantise each token's activations on its own
+(:mod:`~chunkwise.models.row_quantize`), so a text's vector does not depend on the batch it meets. A
+file that cannot be parsed or chunked (a chunker's bug included) is reported as a serial ingest reports
+it. Ray retries the tasks and restarts the actors of a worker that dies; documents committed before stay
+committed, and a re-run stores the rest. Each worker process keeps its own model ledger and budget:
+``--max-cost`` bounds each worker, not the cluster. An error of the embedder or of a server store in an
+actor fails the documents it stops, named in the report, rather than the whole run: a spent budget or a
+server that keeps failing fails the documents of each batch it meets; a text the embedder refuses fails
+its document alone, as in a serial ingest. An error that does end the run (a worker's embedder not the
+one recorded, the cluster lost) is raised as the worker's own typed error, or as a one-line
 :class:`ClusterError`.
 
 The driver loads the embedder once to record it in the store and fingerprint the settings (as a serial

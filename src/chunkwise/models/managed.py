@@ -34,7 +34,7 @@ from chunkwise.models.protocols import (
     TokenLogprobs,
     Usage,
     Vectors,
-    embedder_version,
+    model_cache_name,
 )
 from chunkwise.models.structured import DEFAULT_ATTEMPTS, StructuredViaChat
 
@@ -74,6 +74,12 @@ class Managed:
     def inner(self) -> Any:
         """The wrapped backend."""
         return self._inner
+
+    @property
+    def cache_model(self) -> str:
+        """The model part of the cache keys of embeddings and reranker scores
+        (:func:`~chunkwise.models.protocols.model_cache_name`: name, release and build)."""
+        return model_cache_name(self._inner)
 
     def __getattr__(self, attribute: str) -> Any:
         if attribute == "_inner":
@@ -125,7 +131,7 @@ class Managed:
         self, operation: str, stage: str, key_parts: tuple[Any, ...], estimate: int, run: Callable[[], Any]
     ) -> Any:
         """A JSON-valued call through the cache: replayed on a hit, made, recorded and stored on a miss."""
-        key = cache_key(self.name, operation, *key_parts)
+        key = cache_key(self.cache_model, operation, *key_parts)
         hit = self.cache.get_call(key) if self.cache else None
         if hit is not None:
             usage = Usage(hit.input_tokens, hit.output_tokens)
@@ -153,13 +159,6 @@ class ManagedEmbedder(Managed):
     def dim(self) -> int:
         """Vector dimension of the backend."""
         return int(self._inner.dim)
-
-    @property
-    def cache_model(self) -> str:
-        """The model part of the vectors' cache keys: the name and, when the backend has one, the release
-        of its weights, so that an upgraded model package never serves the old release's vectors."""
-        version = embedder_version(self._inner)
-        return f"{self.name}@{version}" if version else self.name
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         """Vectors for ``texts``: cached rows are reused, the rest embedded in one backend call."""
@@ -302,7 +301,7 @@ class ManagedReranker(Managed):
     def score(self, query: str, texts: Sequence[str]) -> npt.NDArray[np.float32]:
         """One score per text; only the pairs the cache does not hold reach the backend, in one call."""
         texts = list(texts)
-        key_of = {text: cache_key(self.name, "rerank", query, text) for text in texts}
+        key_of = {text: cache_key(self.cache_model, "rerank", query, text) for text in texts}
         hits = self.cache.get_calls(list(key_of.values())) if self.cache else {}
         if hits:
             cached_tokens = sum(hit.input_tokens for hit in hits.values())

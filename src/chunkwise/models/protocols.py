@@ -123,12 +123,34 @@ def embed_queries(embedder: Embedder, texts: Sequence[str]) -> Vectors:
     return embedder.embed(texts)
 
 
-def embedder_version(embedder: Embedder) -> str:
+def embedder_version(embedder: object) -> str:
     """The embedder's optional ``version`` (the package release that ships its weights), ``""`` if none.
 
     Stored with the vectors, so a store is never searched with the same-named model from another release.
     """
-    return str(getattr(embedder, "version", "") or "")
+    return _text_attribute(embedder, "version")
+
+
+def model_build(model: object) -> str:
+    """The model's optional ``build`` (the graph chunkwise built from its shipped file: see
+    :class:`~chunkwise.models.identity.ModelIdentity`), ``""`` if none."""
+    return _text_attribute(model, "build")
+
+
+def model_cache_name(model: Any) -> str:
+    """What a model's cached results are keyed by: ``<name>@<version>/<build>``, the optional version
+    (:func:`embedder_version`) and build (:func:`model_build`) left out when empty, so that an upgraded
+    model package or a rebuilt graph never serves the former one's results."""
+    version, build = embedder_version(model), model_build(model)
+    return f"{model.name}{'@' + version if version else ''}{'/' + build if build else ''}"
+
+
+def _text_attribute(model: object, attribute: str) -> str:
+    """``model.<attribute>`` as text, ``""`` when absent, empty or callable: a method of that name (a
+    model class's own ``build()``) is no identifier, and its ``repr`` (with a memory address) would
+    change every cache key in every process."""
+    value = getattr(model, attribute, "")
+    return "" if callable(value) else str(value or "")
 
 
 @runtime_checkable
