@@ -57,7 +57,7 @@ from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Statu
 from chunkwise.ingest.windows import window_spans
 from chunkwise.models.accounting import unbudgeted
 from chunkwise.models.context import Models
-from chunkwise.models.protocols import Vectors, embedder_version
+from chunkwise.models.protocols import Embedder, Vectors, embedder_version
 from chunkwise.parsing.limits import ParseLimits
 from chunkwise.store.dense import unit_means
 from chunkwise.store.protocol import Store
@@ -118,6 +118,17 @@ class Prepared:
             rows[pooled] = unit_means(rows[count:], self.owners, count)[pooled]
         return rows
 
+    def split(self, vectors: Vectors) -> tuple[Vectors, tuple[list[int], Vectors] | None]:
+        """Every row's ``vectors`` (:meth:`vectors`) as a store takes them: one a chunk, then the passage
+        windows' with the index of each one's chunk (``None`` when there are no windows)."""
+        count = len(self.chunks)
+        return vectors[:count], (self.owners, vectors[count:]) if self.windows else None
+
+
+#: Where an embedded document goes: given it and every row's vectors (:meth:`Prepared.vectors`), it
+#: stores them and says what was committed.
+Sink = Callable[[Prepared, Vectors], Status]
+
 
 class IngestPipeline:
     """Ingest into ``store`` as ``config`` says, with the models of ``models`` (see the module docstring)."""
@@ -170,7 +181,9 @@ class IngestPipeline:
         self, items: Iterable[Document | Failure], total: int, on_progress: ProgressFn | None = None
     ) -> IngestReport:
         """Ingest ``items`` (``total`` of them, for progress), one transaction per document."""
-        batch = _Batch(self, total, on_progress)
+        fingerprint = self.begin()
+        sink = partial(self.store_prepared, fingerprint=fingerprint)
+        batch = _Batch(self, total, on_progress, self.models.embedder(), sink)
         began = time.perf_counter()
         try:
             for item in items:
@@ -178,10 +191,32 @@ class IngestPipeline:
                     batch.fail(item.source, item.reason)
                 elif invalid := unstorable_text(item):
                     batch.fail(path_id(item.id), invalid)
-                elif self.unchanged(item, batch.fingerprint):
+                elif self.unchanged(item, fingerprint):
                     batch.done(item.id, "skipped")
                 else:
                     batch.prepare(item)
+            batch.flush()
+        finally:
+            batch.report.seconds = time.perf_counter() - began
+        return batch.report
+
+    def embed_prepared(
+        self,
+        items: Iterable[Prepared],
+        total: int,
+        embedder: Embedder,
+        sink: Sink,
+        on_progress: ProgressFn | None = None,
+    ) -> IngestReport:
+        """Embed documents already prepared (``total`` of them, for progress) with ``embedder`` exactly as
+        an ingest embeds what it prepares, in the same calls of the same texts, and hand each one with
+        its vectors to ``sink`` as soon as they are complete (a re-embedding of stored documents comes
+        this way, :mod:`.reembed`). A document whose texts the embedder refuses is in ``failed``."""
+        batch = _Batch(self, total, on_progress, embedder, sink)
+        began = time.perf_counter()
+        try:
+            for item in items:
+                batch.add(item)
             batch.flush()
         finally:
             batch.report.seconds = time.perf_counter() - began
@@ -192,10 +227,15 @@ class IngestPipeline:
         and return the ingest fingerprint of this run's configuration with it."""
         embedder = self.models.embedder()
         self.store.check_embedder(embedder.name, embedder.dim, embedder_version(embedder))
+        return self.fingerprint(embedder.name)
+
+    def fingerprint(self, embedder: str) -> str:
+        """The ingest fingerprint of this configuration with the embedder named ``embedder``, for this
+        store (one that keeps no passage windows stores one vector a chunk, windows or not)."""
         config = self.config
         if not self.store.keeps_windows:  # what is stored: one vector a chunk
             config = dataclasses.replace(config, retrieval=dataclasses.replace(config.retrieval, windows=0))
-        return config.ingest_fingerprint(embedder.name)
+        return config.ingest_fingerprint(embedder)
 
     def unchanged(self, doc: Document, fingerprint: str) -> bool:
         """True when the store holds ``doc`` with the same content and ingest fingerprint, and the same
@@ -213,15 +253,15 @@ class IngestPipeline:
     def store_prepared(self, item: Prepared, vectors: Vectors, fingerprint: str) -> Status:
         """Store a prepared document with its vectors (one a chunk, then one a window) in one transaction;
         what was committed."""
-        count = len(item.chunks)
+        chunk_vectors, windows = item.split(vectors)
         return self.store.put(
             item.doc,
             item.chunks,
             item.headers,
-            vectors[:count],
+            chunk_vectors,
             fingerprint=fingerprint,
             summary=item.summary,
-            windows=(item.owners, vectors[count:]) if item.windows else None,
+            windows=windows,
         )
 
     def prepare(self, doc: Document) -> Prepared:
@@ -243,6 +283,12 @@ class IngestPipeline:
             raise NotUnicodeError(doc.id, invalid)
         if invalid := _first_nul(made):
             raise NulCharacterError(doc.id, invalid)
+        return self.assemble(doc, chunks, headers, summary)
+
+    def assemble(self, doc: Document, chunks: list[Chunk], headers: list[str], summary: str) -> Prepared:
+        """``doc`` ready to embed from its chunks and their headers: its passage windows, and which chunks
+        are pooled from them. What the embedder reads follows from these alone, so an ingest and a
+        re-embedding of the stored chunks (:mod:`.reembed`) read the same texts."""
         windows, owners = self.windows(chunks, headers)
         pooled = frozenset() if self.config.retrieval.embed_whole else frozenset(owners)
         return Prepared(doc, chunks, headers, summary, windows, owners, pooled)
@@ -267,10 +313,17 @@ class IngestPipeline:
 class _Batch:
     """The documents prepared but not yet stored, and the counts and report of the run."""
 
-    def __init__(self, pipeline: IngestPipeline, total: int, on_progress: ProgressFn | None) -> None:
+    def __init__(
+        self,
+        pipeline: IngestPipeline,
+        total: int,
+        on_progress: ProgressFn | None,
+        embedder: Embedder,
+        sink: Sink,
+    ) -> None:
         self.pipeline = pipeline
-        self.fingerprint = pipeline.begin()
-        self.embedder = pipeline.models.embedder()
+        self.embedder = embedder
+        self.sink = sink
         self.total = total
         self.on_progress = on_progress
         self.report = IngestReport()
@@ -293,7 +346,7 @@ class _Batch:
     def prepare(self, doc: Document) -> None:
         """Prepare ``doc``; embed and store the batch once it holds enough chunks."""
         try:
-            self.pending.append(self.pipeline.prepare(doc))
+            item = self.pipeline.prepare(doc)
         except BudgetExceededError:
             with unbudgeted():  # keep the documents already prepared, then stop the whole batch
                 self.flush()
@@ -304,6 +357,11 @@ class _Batch:
         except Exception as exc:  # a chunker bug (a plugin's, say) must not end the batch either
             self.fail(doc.source or doc.id, unexpected(exc))
             return
+        self.add(item)
+
+    def add(self, item: Prepared) -> None:
+        """Add a prepared document; embed and store the batch once it holds enough chunks."""
+        self.pending.append(item)
         if sum(p.embedded_count for p in self.pending) >= self.pipeline.config.retrieval.embed_batch:
             self.flush()
 
@@ -400,9 +458,9 @@ class _Batch:
             self.on_progress(event)
 
     def store(self, item: Prepared, embedded: Vectors) -> None:
-        """Store one document with the vectors of its embedded rows in its own transaction, and report
-        what was committed."""
-        status = self.pipeline.store_prepared(item, item.vectors(embedded), self.fingerprint)
+        """Hand one document with the vectors of its embedded rows to the sink (an ingest stores it in
+        its own transaction), and report what was committed."""
+        status = self.sink(item, item.vectors(embedded))
         self.done(item.doc.id, status, len(item.chunks) if status != "skipped" else 0)
 
 
