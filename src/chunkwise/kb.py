@@ -6,15 +6,17 @@
         answer = kb.answer("How heavy may a checked bag be?")
 
 A knowledge base is built from one fully resolved :class:`~chunkwise.config.PipelineConfig` and never
-changes it. It records that configuration in its store when it ingests, and a knowledge base opened
-without one uses the recorded settings (the chunking, headers and stages its chunks were built with);
-with neither, :func:`~chunkwise.config.load_config` gives the defaults with the environment applied.
+changes it, but for the embedder :meth:`KnowledgeBase.reembed` replaces. It records that configuration
+in its store when it ingests, and a knowledge base opened without one uses the recorded settings (the
+chunking, headers and stages its chunks were built with); with neither,
+:func:`~chunkwise.config.load_config` gives the defaults with the environment applied.
 Every model call of its pipelines goes through one :class:`~chunkwise.models.Models` (one ledger, one
 budget), built from the configuration's ``[models]`` section unless one is given.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Sequence
 from functools import cached_property
@@ -26,6 +28,7 @@ from chunkwise.document import Document
 from chunkwise.errors import ConfigError
 from chunkwise.ingest.paths import path_list
 from chunkwise.ingest.pipeline import IngestPipeline
+from chunkwise.ingest.reembed import ReembedReport, reembed
 from chunkwise.ingest.report import IngestReport, ProgressFn
 from chunkwise.models.context import Models
 from chunkwise.query.answer import Answer
@@ -60,7 +63,12 @@ def store_settings(config: PipelineConfig) -> StoreSettings:
 def record_config(store: Store, config: PipelineConfig) -> None:
     """Record ``config`` in ``store`` (what :func:`stored_config` reads back): every writer to a store
     does this before it ingests, so a reader opened without a configuration uses the same settings."""
-    store.set_meta(CONFIG_META_KEY, json.dumps(config.to_stored(), sort_keys=True))
+    store.set_meta(CONFIG_META_KEY, config_meta(config))
+
+
+def config_meta(config: PipelineConfig) -> str:
+    """``config`` as :func:`record_config` records it."""
+    return json.dumps(config.to_stored(), sort_keys=True)
 
 
 class KnowledgeBase:
@@ -161,6 +169,40 @@ class KnowledgeBase:
         """Store already-parsed documents (evaluation data sets come this way)."""
         self._record_config()
         return self.ingest.add_documents(docs, on_progress)
+
+    def reembed(self, embedder: str | None = None, on_progress: ProgressFn | None = None) -> ReembedReport:
+        """Embed every stored chunk and passage window again with another embedder, in place: without the
+        source files and without chunking again (see :mod:`chunkwise.ingest.reembed`). ``embedder``: a
+        model spec as ``[models] embedder`` takes it (``local:bge-small``); ``None`` takes this knowledge
+        base's configured embedder (that of its model context when one was given). ``on_progress``
+        gets an ingest's events (each document ``replaced``).
+
+        One transaction: the vectors, the embedder record, the documents' fingerprints and the recorded
+        configuration (naming the new embedder) change together or not at all, so any failure leaves
+        the store as it was and searchable with the old embedder. With ``embedder`` given, this knowledge
+        base then uses it: its configuration names it and, when it built its model context, that is
+        built again (a context given to it keeps its own embedder).
+
+        Raises:
+            ModelError: the embedder failed or refused a document's text, or the budget would be passed
+                (:class:`~chunkwise.errors.BudgetExceededError`); nothing was changed.
+            ConfigError: ``embedder`` is not a model spec chunkwise knows.
+            StoreError: the store is read-only or cannot be written.
+        """
+        config = self.config
+        if embedder is not None:
+            config = dataclasses.replace(config, models=dataclasses.replace(config.models, embedder=embedder))
+        model = self.models.embedder(embedder)
+        pipeline = IngestPipeline(self.store, self.models, config)
+        report = reembed(pipeline, model, on_progress, {CONFIG_META_KEY: config_meta(config)})
+        if config != self.config:
+            self.config = config
+            for cached in ("ingest", "query"):
+                self.__dict__.pop(cached, None)
+            if self._owns_models:
+                self.models.close()
+                self.models = Models(config.models)
+        return report
 
     def documents(self) -> list[DocumentInfo]:
         """Every stored document, by id: its id, source, title, format, content hash and chunk count."""

@@ -1,5 +1,5 @@
-"""``chunkwise kb list|delete|check|repair --kb DIR|URL``: see what a knowledge base holds, remove
-documents from it, find and mend a damaged store.
+"""``chunkwise kb list|delete|check|repair|reembed --kb DIR|URL``: see what a knowledge base holds, remove
+documents from it, find and mend a damaged store, move it to another embedder.
 
 ``list`` prints the stored documents (id, format, chunks, title) as a table, or with ``--json``
 ``{"documents": [...]}`` with each one's source and content hash too. ``delete DOC_ID...`` removes
@@ -21,6 +21,12 @@ PostgreSQL, the BM25 postings and statistics and the HNSW index are rebuilt. It 
 checks the result, and exits 0 when the store is sound, 1 when problems remain. Run it while nothing
 else uses the knowledge base.
 
+``reembed [--embedder SPEC]`` embeds every stored chunk (and passage window) again with the embedder
+``SPEC`` names (as ``[models] embedder`` does; default: the configured one), in place: without the
+source files and without chunking again (:mod:`chunkwise.ingest.reembed`). A progress bar on stderr,
+then one summary line (``--json``: the report and the store's counts). It is one transaction: an
+error (exit status 2 with an ``error:`` line) or Ctrl-C (130) leaves the knowledge base as it was.
+
 Both exit 2 with one ``error:`` line when the location holds no store they can open at all (not a
 directory, an empty or overwritten ``kb.sqlite``, a server that does not answer): nothing in it can be
 read, so the way out is to start over (or to start the server). ``--json`` prints ``{"problems": [...]}``
@@ -35,16 +41,21 @@ from typing import Annotated
 import typer
 from rich.table import Column, Table
 
-from chunkwise.cli.kb_options import RequiredKbOption
+from chunkwise.cli.kb_options import MaxCostOption, MaxTokensOption, RequiredKbOption
+from chunkwise.cli.progress import time_left_progress
 from chunkwise.cli.terminal import error_line, json_line, markup_literal, printable, rich_console
 from chunkwise.config import load_config
 from chunkwise.errors import ConfigError, StoreError
-from chunkwise.kb import store_settings, stored_config
+from chunkwise.ingest.report import IngestEvent
+from chunkwise.kb import KnowledgeBase, store_settings, stored_config
 from chunkwise.store import Store, StoreSettings, open_store
 
 KbJsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
 
-kb_app = typer.Typer(help="List, delete, check or repair a knowledge base's documents.", no_args_is_help=True)
+kb_app = typer.Typer(
+    help="List, delete, check or repair a knowledge base's documents, or embed them again.",
+    no_args_is_help=True,
+)
 
 
 @kb_app.command("list")
@@ -106,6 +117,50 @@ def repair_command(*, kb: RequiredKbOption, as_json: KbJsonOption = False) -> No
     _print({"done": done, "problems": problems}, done + problems, as_json)
     if problems:
         raise typer.Exit(1)
+
+
+@kb_app.command("reembed")
+def reembed_command(
+    *,
+    kb: RequiredKbOption,
+    embedder: Annotated[
+        str | None,
+        typer.Option(
+            "--embedder",
+            metavar="SPEC",
+            help="The new embedder, as [models] embedder names it (local:bge-small, openai:MODEL); "
+            "default: the configured one.",
+        ),
+    ] = None,
+    max_cost: MaxCostOption = None,
+    max_tokens: MaxTokensOption = None,
+    as_json: KbJsonOption = False,
+) -> None:
+    """Embed every stored chunk again with another embedder, in place (one transaction)."""
+    with open_store(kb, create=False) as store:
+        config = stored_config(store) or load_config()
+    with KnowledgeBase(kb, config.with_budget(max_cost, max_tokens)) as base:
+        base.models.embedder(embedder)  # loaded first: a spec it does not know is an error line alone
+        with time_left_progress(disable=as_json) as progress:
+            task = progress.add_task("reembed", total=None)
+
+            def on_progress(event: IngestEvent) -> None:
+                progress.update(task, completed=event.done, total=event.total)
+
+            report = base.reembed(embedder, on_progress)
+        counts = base.store.counts()
+    if as_json:
+        sys.stdout.write(json_line({**report.to_dict(), "counts": counts}) + "\n")
+        return
+    was = f" (was {report.previous})" if report.previous else ""
+    sys.stdout.write(
+        printable(
+            f"re-embedded {report.documents} documents ({report.chunks} chunks, {report.windows} passage "
+            f"windows) with {report.embedder}{was} in {report.seconds:.1f} s "
+            f"({report.embed_seconds:.1f} s embedding)"
+        )
+        + "\n"
+    )
 
 
 def _recorded_settings(store: Store) -> StoreSettings:

@@ -35,7 +35,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import Counter
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -57,9 +57,12 @@ from chunkwise.store import pgurl
 from chunkwise.store.pg_lexical import PostingsIndex
 from chunkwise.store.protocol import (
     DocumentInfo,
+    Reembedded,
     Status,
     StoredChunk,
+    StoredForEmbedding,
     StoreSettings,
+    check_all_reembedded,
     check_put_widths,
     check_recorded_embedder,
     substring_bounds,
@@ -137,6 +140,22 @@ CREATE INDEX vectors_hnsw ON {s}.vectors USING hnsw (embedding vector_cosine_ops
     + _WINDOWS
     + _WINDOWS_HNSW
 )
+
+#: Where :meth:`PostgresStore.reembed` stages the new vectors (dropped when its transaction ends): the
+#: store's tables are rebuilt from them at the end, so readers search the old ones until it commits.
+_STAGED = """
+CREATE TEMPORARY TABLE reembed_vectors (chunk_key bigint PRIMARY KEY, embedding vector({dim}) NOT NULL)
+    ON COMMIT DROP;
+CREATE TEMPORARY TABLE reembed_windows (
+    seq bigint GENERATED ALWAYS AS IDENTITY, chunk_key bigint NOT NULL, embedding vector({dim}) NOT NULL
+) ON COMMIT DROP;
+"""
+
+#: The staged vectors moved into the store's tables (made again by :data:`_VECTORS`), windows in order.
+_UNSTAGE = """
+INSERT INTO {s}.vectors (chunk_key, embedding) SELECT chunk_key, embedding FROM reembed_vectors;
+INSERT INTO {s}.windows (chunk_key, embedding) SELECT chunk_key, embedding FROM reembed_windows ORDER BY seq;
+"""
 
 #: Exact dense search: each chunk scored by its best cosine, whole vector or passage window.
 _DENSE_EXACT = """
@@ -538,6 +557,49 @@ class PostgresStore:
         self._stored_dim()
         check_recorded_embedder(self.location, recorded, (name, dim, version), "schema")
 
+    @contextmanager
+    def reembedding(
+        self, embedder: tuple[str, int, str], meta: Mapping[str, str] | None = None
+    ) -> Iterator[_Reembedding]:
+        """A re-embedding in ONE transaction (:class:`_Reembedding`). Writers wait for it (the documents
+        table is locked against writes, and the setup lock is held); readers search the old vectors
+        meanwhile. The new vectors are staged in temporary tables of the new dimension; when the block
+        ends, the vector and window tables are made again (with their HNSW indexes, :data:`_VECTORS`)
+        for that dimension and filled from the stage, so another dimension than the old one is taken.
+        Readers wait only for that last step."""
+        self._writable()
+        with self._conn() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SETUP_LOCK,))
+            conn.execute(f"LOCK TABLE {self._s}.documents IN EXCLUSIVE MODE")
+            _execute_script(conn, _STAGED.format(dim=int(embedder[1])))
+            session = _Reembedding(self, conn, embedder)
+            yield session
+            self._finish_reembedding(conn, embedder, meta, session)
+        self._dim = int(embedder[1])
+
+    def _finish_reembedding(
+        self, conn: Any, embedder: tuple[str, int, str], meta: Mapping[str, str] | None, session: _Reembedding
+    ) -> None:
+        """Make the vector tables again for the new dimension, fill them from the stage, record the
+        embedder and ``meta``, set the windows' count and move the generation (see :meth:`reembedding`);
+        :class:`StoreError` unless every document was written."""
+        s, cfg = self._s, self._settings
+        name, dim, version = embedder
+        stored = conn.execute(f"SELECT count(*) FROM {s}.documents").fetchone()[0]
+        check_all_reembedded(self.location, int(stored), len(session.written))
+        conn.execute(f"DROP TABLE IF EXISTS {s}.windows, {s}.vectors")
+        ddl = _VECTORS.format(s=s, dim=int(dim), m=cfg.hnsw_m, ef_construction=cfg.hnsw_ef_construction)
+        _execute_script(conn, ddl + _UNSTAGE.format(s=s))
+        recorded = {**(meta or {}), "embedder": name, "dim": str(dim), "embedder_version": version}
+        upsert = (
+            f"INSERT INTO {s}.meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
+        )
+        conn.cursor().executemany(upsert, list(recorded.items()))
+        conn.execute(
+            f"UPDATE {s}.stats SET windows = (SELECT count(*) FROM {s}.windows), generation = generation + 1"
+            " WHERE id = 1"
+        )
+
     def _recorded_embedder(self, conn: Any) -> tuple[str, str, str] | None:
         """The recorded embedder's name, dimension and version (``""`` when not recorded), read on
         ``conn``; ``None`` when no embedder is recorded."""
@@ -698,10 +760,11 @@ class PostgresStore:
                 (terms, owners, tfs, dls),
             )
 
-    def _copy_windows(self, cur: Any, owners: Sequence[int], vectors: Vectors) -> None:
-        """Insert passage windows' vectors, each with its chunk's key, in their order."""
+    def _copy_windows(self, cur: Any, owners: Sequence[int], vectors: Vectors, table: str = "") -> None:
+        """Insert passage windows' vectors, each with its chunk's key, in their order (into ``table``, by
+        default the store's windows)."""
         with cur.copy(
-            f"COPY {self._s}.windows (chunk_key, embedding) FROM STDIN WITH (FORMAT BINARY)"
+            f"COPY {table or self._s + '.windows'} (chunk_key, embedding) FROM STDIN WITH (FORMAT BINARY)"
         ) as copy:
             copy.set_types(["int8", "vector"])
             for key, vector in zip(owners, vectors, strict=True):
@@ -1055,3 +1118,69 @@ class PostgresStore:
         if not rows:
             raise KeyError(doc_id)
         return str(rows[0][0])
+
+
+class _Reembedding:
+    """The :class:`~.protocol.Reembedding` of a PostgreSQL store: ``conn`` is in the transaction of
+    :meth:`PostgresStore.reembedding`; new vectors go to its temporary stage tables."""
+
+    def __init__(self, store: PostgresStore, conn: Any, embedder: tuple[str, int, str]) -> None:
+        self.store = store
+        self.conn = conn
+        self.embedder = embedder
+        self.written: set[str] = set()
+        self._s = store._s
+
+    def documents(self) -> Iterator[StoredForEmbedding]:
+        """Each stored document by id, with its chunks, headers and fingerprint."""
+        stored = self.conn.execute(
+            f'SELECT doc_id, fingerprint FROM {self._s}.documents ORDER BY doc_id COLLATE "C"'
+        ).fetchall()
+        for doc_id, fingerprint in stored:
+            rows = self.conn.execute(
+                'SELECT chunk_id, start, "end", text, header, section, unit_ids, tokens, pages'
+                f" FROM {self._s}.chunks WHERE doc_id = %s ORDER BY ordinal",
+                (doc_id,),
+            ).fetchall()
+            chunks = [
+                Chunk(
+                    doc_id,
+                    start,
+                    end,
+                    id=chunk_id,
+                    text=text,
+                    section=tuple(json.loads(section)),
+                    unit_ids=tuple(json.loads(unit_ids)),
+                    tokens=tokens,
+                    pages=tuple(json.loads(pages)) if pages else None,
+                )
+                for chunk_id, start, end, text, _, section, unit_ids, tokens, pages in rows
+            ]
+            document = self.store._document(self.conn, doc_id)
+            yield StoredForEmbedding(document, chunks, [row[4] for row in rows], fingerprint)
+
+    def write(self, doc_id: str, new: Reembedded) -> None:
+        """Stage the new vectors and passage windows of ``doc_id``, and set its fingerprint."""
+        name, dim, _ = self.embedder
+        windows = new.windows[1] if new.windows is not None else None
+        check_put_widths(self.store.location, doc_id, dim, name, vectors=new.vectors, windows=windows)
+        keys = [
+            int(row[0])
+            for row in self.conn.execute(
+                f"SELECT chunk_key FROM {self._s}.chunks WHERE doc_id = %s ORDER BY ordinal", (doc_id,)
+            )
+        ]
+        if len(new.vectors) != len(keys):
+            raise ValueError(f"{doc_id}: {len(keys)} chunks, {len(new.vectors)} vectors")
+        cur = self.conn.cursor()
+        with cur.copy("COPY reembed_vectors (chunk_key, embedding) FROM STDIN WITH (FORMAT BINARY)") as copy:
+            copy.set_types(["int8", "vector"])
+            for key, vector in zip(keys, new.vectors, strict=True):
+                copy.write_row((key, np.asarray(vector, dtype=np.float32)))
+        if new.windows is not None:
+            owners, vectors = new.windows
+            self.store._copy_windows(cur, [keys[owner] for owner in owners], vectors, "reembed_windows")
+        self.conn.execute(
+            f"UPDATE {self._s}.documents SET fingerprint = %s WHERE doc_id = %s", (new.fingerprint, doc_id)
+        )
+        self.written.add(doc_id)

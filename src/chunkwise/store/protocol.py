@@ -10,13 +10,14 @@ postings in one transaction) or not at all.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.document import Document
-from chunkwise.errors import ConfigError
+from chunkwise.errors import ConfigError, StoreError
 from chunkwise.models.protocols import Vectors
 from chunkwise.spans import Span
 
@@ -98,7 +99,60 @@ def check_recorded_embedder(
         wanted = f"{name!r} ({dim}-d{', ' + version if version else ''})"
         raise ConfigError(
             f"{location}: built with embedder {built}, not {wanted}; its vectors cannot be compared: "
-            f"search with the same embedder, or ingest into a new {fresh}"
+            f"search with the same embedder, re-embed it in place with `chunkwise kb reembed`, "
+            f"or ingest into a new {fresh}"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class StoredForEmbedding:
+    """What a document's vectors are made from, as the store holds it (for
+    :meth:`Store.reembedding`): the document, its chunks by ordinal, their headers (each chunk's own
+    context included), and its ingest fingerprint."""
+
+    doc: Document
+    chunks: list[Chunk]
+    headers: list[str]
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class Reembedded:
+    """A document's new vectors (for :meth:`Reembedding.write`): one a chunk, its passage windows' vectors
+    with the index of each window's chunk (``None``: no windows), and the fingerprint to record."""
+
+    vectors: Vectors
+    windows: tuple[Sequence[int], Vectors] | None
+    fingerprint: str
+
+
+class Reembedding(Protocol):
+    """An open re-embedding transaction (:meth:`Store.reembedding`)."""
+
+    def documents(self) -> Iterator[StoredForEmbedding]:
+        """Each stored document, read inside the transaction one at a time (by id), so that memory
+        follows the documents the caller holds, not the store."""
+        ...
+
+    def write(self, doc_id: str, new: Reembedded) -> None:
+        """Replace the vectors of ``doc_id`` (one a chunk by ordinal, and its passage windows') and its
+        fingerprint, inside the transaction.
+
+        Raises:
+            ConfigError: the vectors are not of the new embedder's dimension.
+        """
+        ...
+
+
+def check_all_reembedded(location: str, stored: int, written: int) -> None:
+    """:class:`~chunkwise.errors.StoreError` when a re-embedding is about to commit with ``written`` of the
+    ``stored`` documents given new vectors: the others would keep the old embedder's vectors under the
+    new one's record, which no search could compare."""
+    if written != stored:
+        raise StoreError(
+            location,
+            f"{stored - written} of {stored} documents were not given new vectors; the re-embedding is "
+            "rolled back",
         )
 
 
@@ -169,6 +223,22 @@ class Store(Protocol):
 
     def state(self, doc_id: str) -> tuple[str, str] | None:
         """``(content_hash, fingerprint)`` of a stored document, ``None`` if absent."""
+        ...
+
+    def reembedding(
+        self, embedder: tuple[str, int, str], meta: Mapping[str, str] | None = None
+    ) -> AbstractContextManager[Reembedding]:
+        """ONE transaction that replaces every stored vector (chunks and passage windows): inside it the
+        caller reads each document (:meth:`Reembedding.documents`) and writes its new vectors
+        (:meth:`Reembedding.write`); when the block ends without an error, ``embedder`` (name, dimension,
+        version: another dimension than the old is taken) and the settings ``meta`` (as
+        :meth:`set_meta`) are recorded and it all commits. An error anywhere (Ctrl-C included) rolls all
+        of it back: the store is as it was. Readers see the old store until it commits; other writers
+        wait for it. Every document must be written before the block ends.
+
+        Raises:
+            StoreError: the store is read-only or cannot be written.
+        """
         ...
 
     def put(

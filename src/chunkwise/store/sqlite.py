@@ -38,7 +38,7 @@ import shutil
 import sqlite3
 import threading
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from typing import Any
@@ -64,6 +64,7 @@ from chunkwise.store.protocol import (
 from chunkwise.store.schema import recorded_version, upgrade
 from chunkwise.store.sidecar import Keys, stamp_state
 from chunkwise.store.sqlite_files import check_usable, damage, shm_path, wal_frames, wal_path
+from chunkwise.store.sqlite_reembed import SQLiteReembedding
 from chunkwise.store.sqlite_repair import check_database, salvage
 from chunkwise.store.sqlite_schema import (
     DB_NAME,
@@ -402,6 +403,19 @@ class SQLiteStore:
             return
         recorded = (stored, self.meta("dim") or "?", self.meta("embedder_version") or "")
         check_recorded_embedder(self.location, recorded, (name, dim, version), "directory")
+
+    @contextmanager
+    def reembedding(
+        self, embedder: tuple[str, int, str], meta: Mapping[str, str] | None = None
+    ) -> Iterator[SQLiteReembedding]:
+        """A re-embedding in ONE write transaction (:class:`~.sqlite_reembed.SQLiteReembedding`): readers
+        in other processes see the old store until it commits, writers wait for it (up to
+        :data:`BUSY_TIMEOUT`), and an error rolls all of it back. The generation moves, so every reader
+        reloads its vectors and the sidecar indexes are built again."""
+        with self._write() as db:
+            session = SQLiteReembedding(db, self.location, embedder, self.document)
+            yield session
+            session.finish(meta)
 
     # --- documents -------------------------------------------------------------------------------
 

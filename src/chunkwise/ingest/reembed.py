@@ -1,0 +1,111 @@
+"""Re-embedding a knowledge base in place: every stored chunk and passage window embedded again with
+another embedder (or another release of the same one), without the source files and without chunking
+again.
+
+A store's documents, chunks and headers do not depend on the embedder; only the vectors do. So moving a
+knowledge base to another embedder needs neither the files (which may be gone) nor the chunkers (an LLM
+chunker's calls cost money): each stored document's chunks and headers go through the ingest pipeline's
+own :meth:`~.pipeline.IngestPipeline.assemble` (passage windows, pooled chunks), so the embedder reads
+exactly what an ingest with the new configuration would have it read, in the same calls
+(:meth:`~.pipeline.IngestPipeline.embed_prepared`: the documents in the order of their ids, as an
+ingest of them in that order would batch them, since a batch's texts can change a quantized model's
+vectors in the last digits), and the store swaps the vectors and its embedder record in one
+transaction (:meth:`~chunkwise.store.protocol.Store.reembedding`): an embedder error, a document whose
+text the embedder refuses, a spent budget or Ctrl-C leaves the store as it was, searchable with the old
+embedder.
+
+A document stored with the fingerprint this configuration gives the old embedder gets the one it gives
+the new embedder, so an ingest of its unchanged file afterwards skips it. Any other fingerprint (the
+document was chunked under another configuration) is kept: that ingest chunks it again, as it would
+have before.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from chunkwise.errors import ModelError
+from chunkwise.ingest.pipeline import IngestPipeline, Prepared
+from chunkwise.ingest.report import ProgressFn, Status
+from chunkwise.models.protocols import Embedder, Vectors, embedder_version
+from chunkwise.store.protocol import Reembedded, Reembedding
+
+
+@dataclass(slots=True)
+class ReembedReport:
+    """What a re-embedding did: the embedder before (``None`` for a store that recorded none) and now,
+    the documents, chunks and passage windows embedded, and the time it took (embedding alone too)."""
+
+    previous: str | None
+    embedder: str
+    documents: int = 0
+    chunks: int = 0
+    windows: int = 0
+    seconds: float = 0.0
+    embed_seconds: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form."""
+        return {
+            "previous": self.previous,
+            "embedder": self.embedder,
+            "documents": self.documents,
+            "chunks": self.chunks,
+            "windows": self.windows,
+            "seconds": round(self.seconds, 3),
+            "embed_seconds": round(self.embed_seconds, 3),
+        }
+
+
+def reembed(
+    pipeline: IngestPipeline,
+    embedder: Embedder,
+    on_progress: ProgressFn | None = None,
+    meta: Mapping[str, str] | None = None,
+) -> ReembedReport:
+    """Embed every document stored in ``pipeline.store`` again with ``embedder``, as ``pipeline``'s
+    configuration has an ingest embed it, and record ``embedder`` there, with the settings ``meta`` in
+    the same transaction (see the module docstring). ``on_progress`` gets an ingest's events, each
+    document ``replaced``.
+
+    Raises:
+        ModelError: the embedder failed, or refused a document's text (named);
+            :class:`~chunkwise.errors.BudgetExceededError`: the budget would be passed. The store is left
+            as it was.
+    """
+    store = pipeline.store
+    report = ReembedReport(store.meta("embedder"), embedder.name)
+    old = pipeline.fingerprint(report.previous) if report.previous is not None else None
+    new = pipeline.fingerprint(embedder.name)
+    total = store.counts()["documents"]
+    with store.reembedding((embedder.name, embedder.dim, embedder_version(embedder)), meta) as session:
+        fingerprints: dict[str, str] = {}  # of the documents read and not yet written
+
+        def sink(item: Prepared, vectors: Vectors) -> Status:
+            chunk_vectors, windows = item.split(vectors)
+            was = fingerprints.pop(item.doc.id)
+            session.write(item.doc.id, Reembedded(chunk_vectors, windows, new if was == old else was))
+            report.windows += len(item.windows)
+            return "replaced"
+
+        embedded = pipeline.embed_prepared(
+            _assembled(pipeline, session, fingerprints), total, embedder, sink, on_progress
+        )
+        if embedded.failed:
+            source, reason = embedded.failed[0]
+            raise ModelError(embedder.name, f"{source}: {reason}; nothing was re-embedded")
+    report.documents, report.chunks = len(embedded.replaced), embedded.chunks
+    report.seconds, report.embed_seconds = embedded.seconds, embedded.embed_seconds
+    return report
+
+
+def _assembled(
+    pipeline: IngestPipeline, session: Reembedding, fingerprints: dict[str, str]
+) -> Iterator[Prepared]:
+    """Each stored document of ``session`` ready to embed, its stored fingerprint kept in
+    ``fingerprints`` until it is written."""
+    for stored in session.documents():
+        fingerprints[stored.doc.id] = stored.fingerprint
+        yield pipeline.assemble(stored.doc, stored.chunks, stored.headers, "")

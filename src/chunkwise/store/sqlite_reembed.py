@@ -1,0 +1,109 @@
+"""Re-embedding a knowledge-base database in place (:meth:`SQLiteStore.reembedding`): new vectors for
+every chunk and passage window, and a new embedder record, inside the store's one write transaction.
+
+Documents are read and written one at a time, so memory follows the documents the caller holds. A
+vector is replaced in place (its chunk keeps its key), so :meth:`SQLiteReembedding.finish` moves the
+``removals`` counter: a reader whose count has not changed would otherwise read only the rows added
+since its index and keep the old vectors (:data:`~.sqlite_schema.REMOVALS_TRIGGER`).
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from collections.abc import Callable, Iterator, Mapping
+
+import numpy as np
+
+from chunkwise.chunking.chunk import Chunk
+from chunkwise.document import Document
+from chunkwise.store.protocol import Reembedded, StoredForEmbedding, check_all_reembedded, check_put_widths
+
+_CHUNKS = (
+    'SELECT c.chunk_id, c.start, c."end", c.text, c.section, c.unit_ids, c.tokens, c.pages, h.header'
+    " FROM chunks c JOIN headers h ON h.chunk_key = c.chunk_key WHERE c.doc_id = ? ORDER BY c.ordinal"
+)
+
+
+class SQLiteReembedding:
+    """The :class:`~.protocol.Reembedding` of a SQLite store: ``db`` is in the store's write transaction,
+    ``document`` reads a stored document on the same connection."""
+
+    def __init__(
+        self,
+        db: sqlite3.Connection,
+        location: str,
+        embedder: tuple[str, int, str],
+        document: Callable[[str], Document],
+    ) -> None:
+        self.db = db
+        self.location = location
+        self.embedder = embedder
+        self.document = document
+        self.written: set[str] = set()
+
+    def documents(self) -> Iterator[StoredForEmbedding]:
+        """Each stored document by id, with its chunks, headers and fingerprint."""
+        stored = self.db.execute("SELECT doc_id, fingerprint FROM documents ORDER BY doc_id").fetchall()
+        for doc_id, fingerprint in stored:
+            rows = self.db.execute(_CHUNKS, (doc_id,)).fetchall()
+            chunks = [
+                Chunk(
+                    doc_id,
+                    start,
+                    end,
+                    id=chunk_id,
+                    text=text,
+                    section=tuple(json.loads(section)),
+                    unit_ids=tuple(json.loads(unit_ids)),
+                    tokens=tokens,
+                    pages=tuple(json.loads(pages)) if pages else None,
+                )
+                for chunk_id, start, end, text, section, unit_ids, tokens, pages, _ in rows
+            ]
+            yield StoredForEmbedding(self.document(doc_id), chunks, [row[-1] for row in rows], fingerprint)
+
+    def write(self, doc_id: str, new: Reembedded) -> None:
+        """Replace the vectors and passage windows of ``doc_id`` and its fingerprint."""
+        name, dim, _ = self.embedder
+        windows = new.windows[1] if new.windows is not None else None
+        check_put_widths(self.location, doc_id, dim, name, vectors=new.vectors, windows=windows)
+        keys = [
+            row[0]
+            for row in self.db.execute(
+                "SELECT chunk_key FROM chunks WHERE doc_id = ? ORDER BY ordinal", (doc_id,)
+            )
+        ]
+        if len(new.vectors) != len(keys):
+            raise ValueError(f"{doc_id}: {len(keys)} chunks, {len(new.vectors)} vectors")
+        self.db.executemany(
+            "INSERT OR REPLACE INTO vectors VALUES (?, ?)",
+            [(key, _blob(vector)) for key, vector in zip(keys, new.vectors, strict=True)],
+        )
+        self.db.execute(
+            "DELETE FROM windows WHERE chunk_key IN (SELECT chunk_key FROM chunks WHERE doc_id = ?)",
+            (doc_id,),
+        )
+        if new.windows is not None:
+            owners, vectors = new.windows
+            self.db.executemany(
+                "INSERT INTO windows (chunk_key, vector) VALUES (?, ?)",
+                [(keys[owner], _blob(vector)) for owner, vector in zip(owners, vectors, strict=True)],
+            )
+        self.db.execute("UPDATE documents SET fingerprint = ? WHERE doc_id = ?", (new.fingerprint, doc_id))
+        self.written.add(doc_id)
+
+    def finish(self, meta: Mapping[str, str] | None) -> None:
+        """Record the embedder and ``meta``, and move the ``removals`` counter (see the module docstring);
+        :class:`~chunkwise.errors.StoreError` unless every document was written."""
+        stored = self.db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
+        check_all_reembedded(self.location, stored, len(self.written))
+        name, dim, version = self.embedder
+        recorded = {**(meta or {}), "embedder": name, "dim": str(dim), "embedder_version": version}
+        self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(recorded.items()))
+        self.db.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'removals'")
+
+
+def _blob(vector: object) -> bytes:
+    """A vector as the ``vectors`` and ``windows`` tables hold it: float32 bytes."""
+    return np.asarray(vector, dtype=np.float32).tobytes()

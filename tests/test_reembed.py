@@ -1,0 +1,334 @@
+"""Re-embedding a knowledge base in place (``KnowledgeBase.reembed``, ``chunkwise kb reembed``), on a real
+SQLite directory and a real PostgreSQL schema, with the bundled models: the result is what a fresh
+ingest with the new embedder stores, a later ingest of the same files skips them, another dimension is
+taken, and a failure part-way leaves the store exactly as it was (readers see the old store meanwhile)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sqlite3
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from chunkwise.config import PipelineConfig, from_dict
+from chunkwise.errors import ConfigError, ModelCallError, ModelError
+from chunkwise.ingest.report import IngestEvent
+from chunkwise.kb import KnowledgeBase, stored_config
+from chunkwise.models import Models
+from chunkwise.store.pgurl import parse
+from chunkwise.store.sqlite import SQLiteStore
+from tests.support.cli import run_chunkwise
+from tests.support.fakes import HashEmbedder
+
+FILES = ("Baggage Allowance.md", "Boarding Process.md", "accessories.md", "Careers at CloudWay 24.md")
+QUERY = "checked baggage weight"
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def location(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    """A fresh knowledge base location: a directory, or a schema of the session's PostgreSQL."""
+    if request.param == "sqlite":
+        return str(tmp_path / "kb")
+    return str(request.getfixturevalue("pg_url"))
+
+
+def other(location: str, tmp_path: Path) -> str:
+    """A second fresh location of the same kind as ``location``."""
+    if location.startswith("postgresql://"):
+        return location.replace("schema=", "schema=fresh_")
+    return str(tmp_path / "fresh")
+
+
+def config(embedder: str) -> PipelineConfig:
+    """The default configuration with ``embedder`` (passage windows on, as by default) and no model
+    cache: a fresh ingest compared with a re-embedding computes its vectors instead of reading the
+    re-embedding's back, and no other test reads vectors these batches computed."""
+    return from_dict({"models": {"embedder": embedder, "cache": False}})
+
+
+def files(data_dir: Path) -> list[Path]:
+    """The test files in the order of their document ids, the order a re-embedding embeds them in."""
+    return sorted((data_dir / "formats" / name for name in FILES), key=str)
+
+
+def snapshot(location: str) -> dict[str, Any]:
+    """Everything a re-embedding may touch, read straight from the database: the recorded embedder and
+    configuration, the generation, and per document its fingerprint, its chunks (text, header) by ordinal
+    with each one's vector bytes and its passage windows' vector bytes in order."""
+    if location.startswith("postgresql://"):
+        import psycopg
+
+        where = parse(location)
+        s = f'"{where.schema}"'
+        with psycopg.connect(where.conninfo) as conn:
+            meta = dict(conn.execute(f"SELECT key, value FROM {s}.meta").fetchall())
+            generation = conn.execute(f"SELECT generation FROM {s}.stats").fetchone()[0]
+            fingerprints = dict(conn.execute(f"SELECT doc_id, fingerprint FROM {s}.documents").fetchall())
+            chunks = conn.execute(
+                f"SELECT c.doc_id, c.ordinal, c.text, c.header, v.embedding::text FROM {s}.chunks c"
+                f" JOIN {s}.vectors v USING (chunk_key) ORDER BY c.doc_id, c.ordinal"
+            ).fetchall()
+            windows = conn.execute(
+                f"SELECT c.doc_id, c.ordinal, w.embedding::text FROM {s}.windows w JOIN {s}.chunks c"
+                f" USING (chunk_key) ORDER BY c.doc_id, c.ordinal, w.window_key"
+            ).fetchall()
+        decode = _pg_vector
+    else:
+        with sqlite3.connect(Path(location) / "kb.sqlite") as db:
+            meta = dict(db.execute("SELECT key, value FROM meta").fetchall())
+            generation = int(meta["generation"])
+            fingerprints = dict(db.execute("SELECT doc_id, fingerprint FROM documents").fetchall())
+            chunks = db.execute(
+                "SELECT c.doc_id, c.ordinal, c.text, h.header, v.vector FROM chunks c JOIN headers h"
+                " USING (chunk_key) JOIN vectors v USING (chunk_key) ORDER BY c.doc_id, c.ordinal"
+            ).fetchall()
+            windows = db.execute(
+                "SELECT c.doc_id, c.ordinal, w.vector FROM windows w JOIN chunks c USING (chunk_key)"
+                " ORDER BY c.doc_id, c.ordinal, w.window_key"
+            ).fetchall()
+        decode = _sqlite_vector
+    return {
+        "embedder": (meta.get("embedder"), meta.get("dim"), meta.get("embedder_version")),
+        "config": json.loads(meta["pipeline_config"]),
+        "generation": generation,
+        "fingerprints": fingerprints,
+        "chunks": [(doc, ordinal, text, header) for doc, ordinal, text, header, _ in chunks],
+        "vectors": np.array([decode(row[-1]) for row in chunks]),
+        "windows": [(doc, ordinal) for doc, ordinal, _ in windows],
+        "window_vectors": np.array([decode(row[-1]) for row in windows]),
+    }
+
+
+def _sqlite_vector(blob: bytes) -> Any:
+    return np.frombuffer(blob, dtype=np.float32)
+
+
+def _pg_vector(text: str) -> Any:
+    return np.array(json.loads(text), dtype=np.float32)
+
+
+def assert_same_store(reembedded: dict[str, Any], fresh: dict[str, Any]) -> None:
+    """The same chunks, windows, fingerprints and embedder, and vectors equal within 1e-5."""
+    for key in ("embedder", "fingerprints", "chunks", "windows"):
+        assert reembedded[key] == fresh[key], key
+    assert reembedded["vectors"].shape == fresh["vectors"].shape
+    assert reembedded["window_vectors"].shape == fresh["window_vectors"].shape
+    assert np.allclose(reembedded["vectors"], fresh["vectors"], atol=1e-5)
+    assert np.allclose(reembedded["window_vectors"], fresh["window_vectors"], atol=1e-5)
+
+
+def test_reembedding_stores_what_a_fresh_ingest_with_the_new_embedder_stores(
+    location: str, tmp_path: Path, data_dir: Path
+) -> None:
+    """MiniLM -> bge-small in place: the same chunks, windows and vectors as an ingest with bge-small, the
+    recorded configuration names bge-small, the store is consistent and searches without a refusal, and
+    an ingest of the same unchanged files afterwards skips every one of them."""
+    with KnowledgeBase(location, config("local:minilm")) as kb:
+        assert len(kb.add(files(data_dir)).added) == len(FILES)
+    before = snapshot(location)
+    with KnowledgeBase(location) as kb:  # the recorded configuration: MiniLM
+        report = kb.reembed("local:bge-small")
+        assert (report.documents, report.previous) == (len(FILES), before["embedder"][0])
+        assert report.windows == len(before["windows"]) > 0
+        assert kb.search(QUERY, k=3)  # this knowledge base now uses bge-small
+    fresh = other(location, tmp_path)
+    with KnowledgeBase(fresh, config("local:bge-small")) as kb:
+        kb.add(files(data_dir))
+    after = snapshot(location)
+    assert_same_store(after, snapshot(fresh))
+    assert not np.allclose(after["vectors"], before["vectors"], atol=1e-2)  # new vectors indeed
+    assert after["generation"] > before["generation"]
+    with KnowledgeBase(location, read_only=True) as kb:
+        assert kb.config.models.embedder == "local:bge-small"
+        assert stored_config(kb.store) == kb.config
+        assert kb.store.check() == []
+        hits = kb.search(QUERY, k=3)
+        assert hits
+        assert hits[0].doc_id.endswith("Baggage Allowance.md")
+    with KnowledgeBase(location) as kb:
+        again = kb.add(files(data_dir))
+    assert len(again.skipped) == len(FILES)
+    assert not again.added
+    assert not again.replaced
+
+
+def test_reembedding_takes_an_embedder_of_another_dimension(
+    location: str, tmp_path: Path, data_dir: Path
+) -> None:
+    """384-d MiniLM -> a 16-d embedder, on a store searched through its indexes (HNSW and bm25s from the
+    first chunk on): the vector tables take the new dimension (PostgreSQL's typed columns and HNSW
+    indexes included), the store checks clean (the SQLite sidecars of the old vectors are not taken for
+    the new ones), searches with the new embedder through the indexes and refuses the old embedder."""
+    indexed = dataclasses.replace(
+        config("local:minilm"),
+        retrieval=dataclasses.replace(config("local:minilm").retrieval, hnsw_threshold=1, bm25s_threshold=1),
+    )
+    with KnowledgeBase(location, indexed) as kb:
+        kb.add(files(data_dir)[:2])
+        assert kb.search(QUERY, k=3)  # builds the sidecar indexes of the old vectors
+        assert kb.store.dense_method() == "hnsw"
+    with KnowledgeBase(location, indexed, models=Models(embedder=HashEmbedder())) as kb:
+        kb.reembed()
+        assert kb.store.check() == []
+        assert kb.search(QUERY, k=3)
+        assert kb.store.dense_method() == "hnsw"
+    fresh = other(location, tmp_path)
+    with KnowledgeBase(fresh, indexed, models=Models(embedder=HashEmbedder())) as kb:
+        kb.add(files(data_dir)[:2])
+    assert_same_store(snapshot(location), snapshot(fresh))
+    assert snapshot(location)["embedder"] == ("hash-16", "16", "")
+    with KnowledgeBase(location, models=Models(embedder=HashEmbedder()), read_only=True) as kb:
+        assert kb.store.check() == []
+        assert kb.search(QUERY, k=3)
+    with KnowledgeBase(location, indexed) as kb, pytest.raises(ConfigError, match="kb reembed"):
+        kb.search(QUERY, k=3)
+
+
+class FailingEmbedder:
+    """Delegates to a real embedder, until ``failing()`` says to fail: then it first runs ``meanwhile``
+    (a reader's look at the store while the re-embedding's transaction is open), then raises."""
+
+    def __init__(self, inner: Any, failing: Callable[[], bool], meanwhile: Callable[[], None]) -> None:
+        self.inner, self.failing, self.meanwhile = inner, failing, meanwhile
+
+    @property
+    def name(self) -> str:
+        return str(self.inner.name)
+
+    @property
+    def dim(self) -> int:
+        return int(self.inner.dim)
+
+    @property
+    def version(self) -> str:
+        return str(getattr(self.inner, "version", ""))
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        if self.failing():
+            self.meanwhile()
+            raise ModelCallError(self.name, "the embedding server went away", 503)
+        return self.inner.embed(texts)
+
+
+def test_a_failure_part_way_leaves_the_store_exactly_as_it_was(location: str, data_dir: Path) -> None:
+    """An embedder that fails once two documents have new vectors written (small embedding calls, so
+    the documents are written one after another) leaves every vector, window, fingerprint, the recorded
+    embedder and configuration and the generation as they were; the store checks clean and searches
+    with the old embedder. At the failure, with two documents written in the open transaction, a reader
+    (another connection) saw the old store and searched it with the old embedder."""
+    old = config("local:minilm")
+    with KnowledgeBase(location, old) as kb:
+        kb.add(files(data_dir))
+    before = snapshot(location)
+    written: list[str] = []
+    seen: list[Any] = []
+
+    def reader_meanwhile() -> None:
+        with KnowledgeBase(location, old, read_only=True) as reader:
+            seen.append((reader.store.meta("embedder"), reader.search(QUERY, k=3)))
+
+    def on_progress(event: IngestEvent) -> None:
+        if event.status == "replaced":
+            written.append(event.source)
+
+    bge = Models(old.models).embedder("local:bge-small")
+    failing = FailingEmbedder(bge, lambda: len(written) >= 2, reader_meanwhile)
+    small_calls = dataclasses.replace(old, retrieval=dataclasses.replace(old.retrieval, embed_batch=4))
+    with (
+        KnowledgeBase(location, small_calls, models=Models(embedder=failing)) as kb,
+        pytest.raises(ModelCallError, match="went away"),
+    ):
+        kb.reembed(on_progress=on_progress)
+    assert len(written) == 2 < len(FILES)
+    assert len(seen) == 1
+    assert seen[0][0] == before["embedder"][0]
+    assert seen[0][1]
+    after = snapshot(location)
+    assert after["vectors"].tobytes() == before["vectors"].tobytes()
+    assert after["window_vectors"].tobytes() == before["window_vectors"].tobytes()
+    assert {k: v for k, v in after.items() if "vectors" not in k} == {
+        k: v for k, v in before.items() if "vectors" not in k
+    }
+    with KnowledgeBase(location, old, read_only=True) as kb:
+        assert kb.store.check() == []
+        assert kb.search(QUERY, k=3)[0].doc_id.endswith("Baggage Allowance.md")
+
+
+class RefusingEmbedder(HashEmbedder):
+    """A 16-d embedder whose server refuses (HTTP 413) any call holding a text about boarding."""
+
+    name = "refusing-16"
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        if any("boarding" in text.lower() for text in texts):
+            raise ModelCallError(self.name, "input too long", 413)
+        return super().embed(texts)
+
+
+def test_a_document_the_new_embedder_refuses_is_named_and_nothing_is_changed(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """An ingest reports a document whose text the embedder refuses and goes on; a re-embedding cannot
+    leave that document with the old embedder's vectors, so it stops with an error naming it, and the
+    store is as it was."""
+    location = str(tmp_path / "kb")
+    with KnowledgeBase(location, config("local:minilm"), models=Models(embedder=HashEmbedder())) as kb:
+        kb.add(files(data_dir))
+    before = snapshot(location)
+    refusing = Models(embedder=RefusingEmbedder())
+    with (
+        KnowledgeBase(location, config("local:minilm"), models=refusing) as kb,
+        pytest.raises(ModelError, match=r"Boarding Process\.md: .*input too long.*nothing was re-embedded"),
+    ):
+        kb.reembed()
+    after = snapshot(location)
+    assert after["vectors"].tobytes() == before["vectors"].tobytes()
+    assert after["embedder"] == before["embedder"] == ("hash-16", "16", "")
+
+
+def test_the_refusal_of_another_embedder_names_the_way_out(tmp_path: Path) -> None:
+    """Searching with another embedder is refused with the facts as before, and the command that moves
+    the store to the new embedder."""
+    with SQLiteStore(tmp_path / "kb") as store:
+        store.check_embedder("local:a", 8, "pkg==1.0")
+        with pytest.raises(ConfigError) as caught:
+            store.check_embedder("local:b", 8, "pkg==1.0", record=False)
+    message = str(caught.value)
+    assert "built with embedder 'local:a' (8-d, pkg==1.0), not 'local:b' (8-d, pkg==1.0)" in message
+    assert "chunkwise kb reembed" in message
+    assert "ingest into a new directory" in message
+
+
+def test_the_cli_reembeds_and_the_store_is_searched_with_the_new_embedder(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """``chunkwise kb reembed --kb DIR --embedder local:bge-small`` through the real command: a summary
+    line, exit status 0, and a plain ``search`` afterwards uses bge-small (the recorded configuration);
+    an unknown embedder is one ``error:`` line, exit status 2, and the store is left as it was."""
+    kb_dir = tmp_path / "kb"
+    with KnowledgeBase(kb_dir, config("local:minilm")) as kb:
+        kb.add(files(data_dir)[:2])
+    before = snapshot(str(kb_dir))
+    cache = tmp_path / "cache"
+    bad = run_chunkwise("kb", "reembed", "--kb", str(kb_dir), "--embedder", "nosuch:model", cache=cache)
+    assert bad.returncode == 2, bad.stderr
+    assert bad.stderr.startswith("error: ")
+    assert "nosuch" in bad.stderr
+    assert snapshot(str(kb_dir))["vectors"].tobytes() == before["vectors"].tobytes()
+    done = run_chunkwise("kb", "reembed", "--kb", str(kb_dir), "--embedder", "local:bge-small", cache=cache)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("re-embedded 2 documents (")
+    assert "bge-small" in done.stdout
+    assert len(done.stdout.splitlines()) == 1
+    found = run_chunkwise("search", QUERY, "--kb", str(kb_dir), "--json", cache=cache)
+    assert found.returncode == 0, found.stderr
+    assert json.loads(found.stdout)["hits"]
+    assert snapshot(str(kb_dir))["config"]["models"]["embedder"] == "local:bge-small"
+    checked = run_chunkwise("kb", "check", "--kb", str(kb_dir), cache=cache)
+    assert checked.returncode == 0, checked.stdout
+    assert checked.stdout.startswith("ok")
