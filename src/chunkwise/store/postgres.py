@@ -65,6 +65,7 @@ from chunkwise.store.protocol import (
     check_all_reembedded,
     check_put_widths,
     check_recorded_embedder,
+    chunk_from_row,
     substring_bounds,
 )
 from chunkwise.store.schema import recorded_version, upgrade
@@ -1138,26 +1139,13 @@ class _Reembedding:
         ).fetchall()
         for doc_id, fingerprint in stored:
             rows = self.conn.execute(
-                'SELECT chunk_id, start, "end", text, header, section, unit_ids, tokens, pages'
+                'SELECT chunk_id, start, "end", text, section, unit_ids, tokens, pages, header'
                 f" FROM {self._s}.chunks WHERE doc_id = %s ORDER BY ordinal",
                 (doc_id,),
             ).fetchall()
-            chunks = [
-                Chunk(
-                    doc_id,
-                    start,
-                    end,
-                    id=chunk_id,
-                    text=text,
-                    section=tuple(json.loads(section)),
-                    unit_ids=tuple(json.loads(unit_ids)),
-                    tokens=tokens,
-                    pages=tuple(json.loads(pages)) if pages else None,
-                )
-                for chunk_id, start, end, text, _, section, unit_ids, tokens, pages in rows
-            ]
+            chunks = [chunk_from_row(doc_id, row[:-1]) for row in rows]
             document = self.store._document(self.conn, doc_id)
-            yield StoredForEmbedding(document, chunks, [row[4] for row in rows], fingerprint)
+            yield StoredForEmbedding(document, chunks, [row[-1] for row in rows], fingerprint)
 
     def write(self, doc_id: str, new: Reembedded) -> None:
         """Stage the new vectors and passage windows of ``doc_id``, and set its fingerprint."""

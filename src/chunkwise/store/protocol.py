@@ -10,6 +10,7 @@ postings in one transaction) or not at all.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -142,6 +143,24 @@ class Reembedding(Protocol):
             ConfigError: the vectors are not of the new embedder's dimension.
         """
         ...
+
+
+def chunk_from_row(doc_id: str, row: Sequence[Any]) -> Chunk:
+    """The :class:`~chunkwise.chunking.chunk.Chunk` of a stored row ``(chunk_id, start, end, text,
+    section, unit_ids, tokens, pages)``, its tuples stored as JSON (``pages`` may be null), as both stores
+    keep their chunks."""
+    chunk_id, start, end, text, section, unit_ids, tokens, pages = row
+    return Chunk(
+        doc_id,
+        start,
+        end,
+        id=chunk_id,
+        text=text,
+        section=tuple(json.loads(section)),
+        unit_ids=tuple(json.loads(unit_ids)),
+        tokens=tokens,
+        pages=tuple(json.loads(pages)) if pages else None,
+    )
 
 
 def check_all_reembedded(location: str, stored: int, written: int) -> None:

@@ -9,15 +9,19 @@ since its index and keep the old vectors (:data:`~.sqlite_schema.REMOVALS_TRIGGE
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from collections.abc import Callable, Iterator, Mapping
 
 import numpy as np
 
-from chunkwise.chunking.chunk import Chunk
 from chunkwise.document import Document
-from chunkwise.store.protocol import Reembedded, StoredForEmbedding, check_all_reembedded, check_put_widths
+from chunkwise.store.protocol import (
+    Reembedded,
+    StoredForEmbedding,
+    check_all_reembedded,
+    check_put_widths,
+    chunk_from_row,
+)
 
 _CHUNKS = (
     'SELECT c.chunk_id, c.start, c."end", c.text, c.section, c.unit_ids, c.tokens, c.pages, h.header'
@@ -47,20 +51,7 @@ class SQLiteReembedding:
         stored = self.db.execute("SELECT doc_id, fingerprint FROM documents ORDER BY doc_id").fetchall()
         for doc_id, fingerprint in stored:
             rows = self.db.execute(_CHUNKS, (doc_id,)).fetchall()
-            chunks = [
-                Chunk(
-                    doc_id,
-                    start,
-                    end,
-                    id=chunk_id,
-                    text=text,
-                    section=tuple(json.loads(section)),
-                    unit_ids=tuple(json.loads(unit_ids)),
-                    tokens=tokens,
-                    pages=tuple(json.loads(pages)) if pages else None,
-                )
-                for chunk_id, start, end, text, section, unit_ids, tokens, pages, _ in rows
-            ]
+            chunks = [chunk_from_row(doc_id, row[:-1]) for row in rows]
             yield StoredForEmbedding(self.document(doc_id), chunks, [row[-1] for row in rows], fingerprint)
 
     def write(self, doc_id: str, new: Reembedded) -> None:
