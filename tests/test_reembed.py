@@ -8,6 +8,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
+import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +22,7 @@ from chunkwise.errors import ConfigError, ModelCallError, ModelError
 from chunkwise.ingest.report import IngestEvent
 from chunkwise.kb import KnowledgeBase, stored_config
 from chunkwise.models import Models
+from chunkwise.parsing import parse_file
 from chunkwise.store.pgurl import parse
 from chunkwise.store.sqlite import SQLiteStore
 from tests.support.cli import run_chunkwise
@@ -332,3 +335,97 @@ def test_the_cli_reembeds_and_the_store_is_searched_with_the_new_embedder(
     checked = run_chunkwise("kb", "check", "--kb", str(kb_dir), cache=cache)
     assert checked.returncode == 0, checked.stdout
     assert checked.stdout.startswith("ok")
+
+
+def test_an_ingest_begun_before_a_reembedding_stores_no_vectors_after_it(
+    location: str, data_dir: Path
+) -> None:
+    """An ingest checks its embedder when it begins; a re-embedding committed before it stores a document
+    must not leave that document's vectors, the former embedder's, among the new one's, where no search
+    can compare them. The store checks the embedder again inside the transaction that would store it."""
+    first, later = files(data_dir)[:2]
+    with KnowledgeBase(location, config("local:minilm")) as kb:
+        kb.add([first])
+        fingerprint = kb.ingest.begin()  # an ingest of `later` begins: its embedder is checked here
+        item = kb.ingest.prepare(parse_file(later))
+        texts = [item.text(row) for row in item.embedded]
+        vectors = item.vectors(kb.models.embedder().embed(texts))
+        with KnowledgeBase(location, config("local:bge-small")) as other:
+            other.reembed()  # commits before the ingest stores `later`
+        with pytest.raises(ConfigError, match="was not stored: the knowledge base was re-embedded with"):
+            kb.ingest.store_prepared(item, vectors, fingerprint)
+        assert kb.store.state(item.doc.id) is None
+        assert kb.store.check() == []
+        assert len(kb.store.documents()) == 1
+
+
+class Pausing(HashEmbedder):
+    """A 16-d embedder of another name whose first call runs ``meanwhile`` (a writer starting), then
+    waits for it to reach the store."""
+
+    name = "pausing-16"
+
+    def __init__(self, meanwhile: Callable[[], None]) -> None:
+        self.meanwhile: Callable[[], None] | None = meanwhile
+
+    def embed(self, texts: Sequence[str]) -> Any:
+        if self.meanwhile is not None:
+            start, self.meanwhile = self.meanwhile, None
+            start()
+            time.sleep(1.5)  # the writer reads the stored document and waits on the re-embedding's locks
+        return super().embed(texts)
+
+
+def test_a_writer_meeting_a_reembedding_waits_for_it_and_stores_nothing_stale(
+    pg_url: str, data_dir: Path
+) -> None:
+    """A document replaced while PostgreSQL re-embeds: the writer waits for the re-embedding without
+    holding what its last step needs (it once read the document's chunks first, and the two deadlocked,
+    PostgreSQL killing one of them), then finds another embedder recorded and stores nothing."""
+    plain = from_dict({"models": {"cache": False}})
+    with KnowledgeBase(pg_url, plain, models=Models(embedder=HashEmbedder())) as kb:
+        kb.add(files(data_dir)[:2])
+        first = kb.store.document(kb.store.documents()[0].doc_id)
+    outcome: dict[str, Any] = {}
+
+    def write() -> None:
+        changed = dataclasses.replace(first, text=first.text + "\n\nA sentence added about baggage.")
+        with KnowledgeBase(pg_url, plain, models=Models(embedder=HashEmbedder())) as kb:
+            try:
+                outcome["writer"] = kb.add_documents([changed])
+            except Exception as exc:  # what reaches the caller, whatever its type
+                outcome["writer"] = exc
+
+    writer = threading.Thread(target=write)
+    with KnowledgeBase(pg_url, plain, models=Models(embedder=Pausing(writer.start))) as kb:
+        report = kb.reembed()
+    writer.join(60)
+    assert report.documents == 2
+    result = outcome["writer"]
+    reason = str(result) if isinstance(result, Exception) else " ".join(r for _, r in result.failed)
+    assert "was not stored: the knowledge base was re-embedded with 'pausing-16'" in reason
+    with KnowledgeBase(pg_url, plain, models=Models(embedder=Pausing(lambda: None)), read_only=True) as kb:
+        assert kb.store.check() == []
+        assert kb.store.document(first.id).text == first.text
+
+
+def test_documents_stored_under_another_configuration_are_ingested_again_after_it(
+    location: str, data_dir: Path
+) -> None:
+    """A re-embedding embeds as its own configuration does (here without passage windows); a document
+    stored under another one (with windows) no longer holds what that configuration stores, so a later
+    ingest with it must not skip the document."""
+    windowed = from_dict({"models": {"cache": False}})
+    whole = from_dict({"models": {"cache": False}, "retrieval": {"windows": 0}})
+    chosen = files(data_dir)[:2]
+    with KnowledgeBase(location, windowed, models=Models(embedder=HashEmbedder())) as kb:
+        assert len(kb.add(chosen).added) == 2
+    with KnowledgeBase(location, whole, models=Models(embedder=HashEmbedder())) as kb:
+        kb.reembed()
+        states = [kb.store.state(d.doc_id) for d in kb.store.documents()]
+        assert all(state is not None and state[1].startswith("stale:") for state in states)
+    with KnowledgeBase(location, windowed, models=Models(embedder=HashEmbedder())) as kb:
+        again = kb.add(chosen)
+        assert len(again.replaced) == 2
+        assert not again.skipped
+        assert kb.store.check() == []

@@ -21,16 +21,18 @@ PostgreSQL, the BM25 postings and statistics and the HNSW index are rebuilt. It 
 checks the result, and exits 0 when the store is sound, 1 when problems remain. Run it while nothing
 else uses the knowledge base.
 
+Both exit 2 with one ``error:`` line when the location holds no store they can open at all (not a
+directory, an empty or overwritten ``kb.sqlite``, a server that does not answer): nothing in it can be
+read, so the way out is to start over (or to start the server). ``--json`` prints ``{"problems": [...]}``
+(``check``) or ``{"done": [...], "problems": [...]}``.
+
 ``reembed [--embedder SPEC]`` embeds every stored chunk (and passage window) again with the embedder
 ``SPEC`` names (as ``[models] embedder`` does; default: the configured one), in place: without the
 source files and without chunking again (:mod:`chunkwise.ingest.reembed`). A progress bar on stderr,
 then one summary line (``--json``: the report and the store's counts). It is one transaction: an
 error (exit status 2 with an ``error:`` line) or Ctrl-C (130) leaves the knowledge base as it was.
-
-Both exit 2 with one ``error:`` line when the location holds no store they can open at all (not a
-directory, an empty or overwritten ``kb.sqlite``, a server that does not answer): nothing in it can be
-read, so the way out is to start over (or to start the server). ``--json`` prints ``{"problems": [...]}``
-(``check``) or ``{"done": [...], "problems": [...]}``.
+Writers wait for it (a SQLite writer for a minute, then fails): run it while nothing ingests into the
+knowledge base.
 """
 
 from __future__ import annotations

@@ -254,6 +254,7 @@ class IngestPipeline:
         """Store a prepared document with its vectors (one a chunk, then one a window) in one transaction;
         what was committed."""
         chunk_vectors, windows = item.split(vectors)
+        embedder = self.models.embedder()
         return self.store.put(
             item.doc,
             item.chunks,
@@ -262,6 +263,7 @@ class IngestPipeline:
             fingerprint=fingerprint,
             summary=item.summary,
             windows=windows,
+            embedder=(embedder.name, embedder.dim, embedder_version(embedder)),
         )
 
     def prepare(self, doc: Document) -> Prepared:

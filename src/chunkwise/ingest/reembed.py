@@ -15,9 +15,11 @@ text the embedder refuses, a spent budget or Ctrl-C leaves the store as it was, 
 embedder.
 
 A document stored with the fingerprint this configuration gives the old embedder gets the one it gives
-the new embedder, so an ingest of its unchanged file afterwards skips it. Any other fingerprint (the
-document was chunked under another configuration) is kept: that ingest chunks it again, as it would
-have before.
+the new embedder, so an ingest of its unchanged file afterwards skips it. A document stored under
+another configuration (another fingerprint) is re-embedded as this configuration embeds (its passage
+windows too), which is not what that configuration stored: its fingerprint is marked stale
+(:data:`STALE`), so that any later ingest of its file chunks and embeds it again, whatever the
+configuration.
 """
 
 from __future__ import annotations
@@ -31,6 +33,10 @@ from chunkwise.ingest.pipeline import IngestPipeline, Prepared
 from chunkwise.ingest.report import ProgressFn, Status
 from chunkwise.models.protocols import Embedder, Vectors, embedder_version
 from chunkwise.store.protocol import Reembedded, Reembedding
+
+#: Prefixed to the fingerprint of a document re-embedded under another configuration than it was stored
+#: with: no configuration's fingerprint starts with it, so no ingest skips the document.
+STALE = "stale:"
 
 
 @dataclass(slots=True)
@@ -86,7 +92,8 @@ def reembed(
         def sink(item: Prepared, vectors: Vectors) -> Status:
             chunk_vectors, windows = item.split(vectors)
             was = fingerprints.pop(item.doc.id)
-            session.write(item.doc.id, Reembedded(chunk_vectors, windows, new if was == old else was))
+            fingerprint = new if was == old else was if was.startswith(STALE) else STALE + was
+            session.write(item.doc.id, Reembedded(chunk_vectors, windows, fingerprint))
             report.windows += len(item.windows)
             return "replaced"
 

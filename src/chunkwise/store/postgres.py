@@ -56,6 +56,7 @@ from chunkwise.models.protocols import Vectors
 from chunkwise.store import pgurl
 from chunkwise.store.pg_lexical import PostingsIndex
 from chunkwise.store.protocol import (
+    EMBEDDER_META,
     DocumentInfo,
     Reembedded,
     Status,
@@ -63,9 +64,11 @@ from chunkwise.store.protocol import (
     StoredForEmbedding,
     StoreSettings,
     check_all_reembedded,
+    check_put_embedder,
     check_put_widths,
     check_recorded_embedder,
     chunk_from_row,
+    recorded_embedder,
     substring_bounds,
 )
 from chunkwise.store.schema import recorded_version, upgrade
@@ -142,7 +145,7 @@ CREATE INDEX vectors_hnsw ON {s}.vectors USING hnsw (embedding vector_cosine_ops
     + _WINDOWS_HNSW
 )
 
-#: Where :meth:`PostgresStore.reembed` stages the new vectors (dropped when its transaction ends): the
+#: Where :meth:`PostgresStore.reembedding` stages the new vectors (dropped when its transaction ends): the
 #: store's tables are rebuilt from them at the end, so readers search the old ones until it commits.
 _STAGED = """
 CREATE TEMPORARY TABLE reembed_vectors (chunk_key bigint PRIMARY KEY, embedding vector({dim}) NOT NULL)
@@ -563,15 +566,16 @@ class PostgresStore:
         self, embedder: tuple[str, int, str], meta: Mapping[str, str] | None = None
     ) -> Iterator[_Reembedding]:
         """A re-embedding in ONE transaction (:class:`_Reembedding`). Writers wait for it (the documents
-        table is locked against writes, and the setup lock is held); readers search the old vectors
-        meanwhile. The new vectors are staged in temporary tables of the new dimension; when the block
-        ends, the vector and window tables are made again (with their HNSW indexes, :data:`_VECTORS`)
-        for that dimension and filled from the stage, so another dimension than the old one is taken.
-        Readers wait only for that last step."""
+        and the statistics are locked against writes, and the setup lock is held; a writer takes its
+        lock on the documents before it reads anything: :meth:`_lock_for_writing`); readers search the
+        old vectors meanwhile. The new vectors are staged in temporary tables of the new dimension; when
+        the block ends, the vector and window tables are made again (with their HNSW indexes,
+        :data:`_VECTORS`) for that dimension and filled from the stage, so another dimension than the
+        old one is taken. Readers wait for that last step, the HNSW indexes' build included."""
         self._writable()
         with self._conn() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SETUP_LOCK,))
-            conn.execute(f"LOCK TABLE {self._s}.documents IN EXCLUSIVE MODE")
+            conn.execute(f"LOCK TABLE {self._s}.documents, {self._s}.stats IN EXCLUSIVE MODE")
             _execute_script(conn, _STAGED.format(dim=int(embedder[1])))
             session = _Reembedding(self, conn, embedder)
             yield session
@@ -604,14 +608,7 @@ class PostgresStore:
     def _recorded_embedder(self, conn: Any) -> tuple[str, str, str] | None:
         """The recorded embedder's name, dimension and version (``""`` when not recorded), read on
         ``conn``; ``None`` when no embedder is recorded."""
-        rows = dict(
-            conn.execute(
-                f"SELECT key, value FROM {self._s}.meta WHERE key IN ('embedder', 'dim', 'embedder_version')"
-            ).fetchall()
-        )
-        if "embedder" not in rows:
-            return None
-        return rows["embedder"], rows.get("dim", "?"), rows.get("embedder_version", "")
+        return recorded_embedder(conn.execute(EMBEDDER_META.format(meta=f"{self._s}.meta")).fetchall())
 
     # --- documents -------------------------------------------------------------------------------
 
@@ -632,12 +629,16 @@ class PostgresStore:
         fingerprint: str,
         summary: str = "",
         windows: tuple[Sequence[int], Vectors] | None = None,
+        embedder: tuple[str, int, str] | None = None,
     ) -> Status:
         """Store ``doc`` with its chunks, headers and vectors, replacing any earlier version, in one
         transaction under the document's advisory lock. Returns what was committed: ``added``,
         ``replaced``, or ``skipped`` when the same content, fingerprint and stored fields
         (:meth:`Document.stored_alike`) were stored meanwhile.
         ``windows``: the passage windows' vectors, each with the index of its chunk in ``chunks``.
+        ``embedder`` (name, dimension, version) is checked against the recorded one once the transaction
+        holds its write lock on the documents (:func:`.check_put_embedder`): a re-embedding, which locks
+        the documents against writes, is then over, and its embedder is the one recorded.
 
         A NUL character in a string kept as text (the document's id, text, title, source, format, a unit's
         id, a chunk's text or header, the summary, the fingerprint) raises
@@ -656,7 +657,8 @@ class PostgresStore:
         lengths = [length for length, _ in derived]
         counts = [count for _, count in derived]
         with self._conn() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_DOC_LOCK, f"{s}/{doc.id}"))
+            self._lock_for_writing(conn, doc.id)
+            check_put_embedder(self.location, doc.id, self._recorded_embedder(conn), embedder)
             stored = conn.execute(
                 f"SELECT content_hash, fingerprint FROM {s}.documents WHERE doc_id = %s", (doc.id,)
             ).fetchone()
@@ -780,6 +782,15 @@ class PostgresStore:
             (chunks, terms, windows),
         )
 
+    def _lock_for_writing(self, conn: Any, doc_id: str) -> None:
+        """Take what a transaction writing ``doc_id`` needs before it reads anything: the document's
+        advisory lock (one writer per document), then the write lock on the documents table that its
+        writes would take anyway. A re-embedding holds the documents against writes until it commits;
+        a writer that had read the document's chunks first would hold what the re-embedding's last step
+        needs while it waits, and the two would deadlock."""
+        conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_DOC_LOCK, f"{self._s}/{doc_id}"))
+        conn.execute(f"LOCK TABLE {self._s}.documents IN ROW EXCLUSIVE MODE")
+
     def _delete(self, conn: Any, doc_id: str) -> tuple[int, int, int]:
         """Delete a document (cascading to everything derived); its number of chunks, of terms and of
         passage windows."""
@@ -802,7 +813,7 @@ class PostgresStore:
         if not storable_id(doc_id):
             return False
         with self._conn() as conn, conn.transaction():
-            conn.execute("SELECT pg_advisory_xact_lock(%s, hashtext(%s))", (_DOC_LOCK, f"{self._s}/{doc_id}"))
+            self._lock_for_writing(conn, doc_id)
             exists = conn.execute(
                 f"SELECT 1 FROM {self._s}.documents WHERE doc_id = %s", (doc_id,)
             ).fetchone()

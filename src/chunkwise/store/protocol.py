@@ -11,7 +11,7 @@ postings in one transaction) or not at all.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
@@ -93,11 +93,8 @@ def check_recorded_embedder(
     version ``""`` in stores written before versions were recorded, which are checked by name and
     dimension). ``fresh`` names where another embedder's knowledge base would go (a directory, a schema).
     """
-    stored, stored_dim, stored_version = recorded
-    name, dim, version = given
-    if stored != name or stored_dim != str(dim) or (stored_version and stored_version != version):
-        built = f"{stored!r} ({stored_dim}-d{', ' + stored_version if stored_version else ''})"
-        wanted = f"{name!r} ({dim}-d{', ' + version if version else ''})"
+    if not same_embedder(recorded, given):
+        built, wanted = embedder_label(*recorded), embedder_label(*given)
         raise ConfigError(
             f"{location}: built with embedder {built}, not {wanted}; its vectors cannot be compared: "
             f"search with the same embedder, re-embed it in place with `chunkwise kb reembed`, "
@@ -173,6 +170,51 @@ def check_all_reembedded(location: str, stored: int, written: int) -> None:
             f"{stored - written} of {stored} documents were not given new vectors; the re-embedding is "
             "rolled back",
         )
+
+
+#: The query of the recorded embedder's ``meta`` rows (both stores name the table ``meta``; PostgreSQL
+#: qualifies it with its schema: ``{meta}``).
+EMBEDDER_META = "SELECT key, value FROM {meta} WHERE key IN ('embedder', 'dim', 'embedder_version')"
+
+
+def recorded_embedder(rows: Iterable[tuple[str, str]]) -> tuple[str, str, str] | None:
+    """The recorded embedder's name, dimension and version (``""`` when not recorded) from the ``meta``
+    rows :data:`EMBEDDER_META` reads; ``None`` when no embedder is recorded."""
+    meta = dict(rows)
+    if "embedder" not in meta:
+        return None
+    return meta["embedder"], meta.get("dim", "?"), meta.get("embedder_version", "")
+
+
+def same_embedder(recorded: tuple[str, str, str], given: tuple[str, int, str]) -> bool:
+    """Whether the ``recorded`` embedder (name, dimension and version as a store keeps them; the version
+    ``""`` in stores written before versions were recorded, which match by name and dimension) is the
+    ``given`` one (name, dimension, version)."""
+    stored, stored_dim, stored_version = recorded
+    name, dim, version = given
+    return stored == name and stored_dim == str(dim) and (not stored_version or stored_version == version)
+
+
+def embedder_label(name: str, dim: int | str, version: str) -> str:
+    """An embedder as messages name it: ``'local:x' (384-d, pkg==1.0)``."""
+    return f"{name!r} ({dim}-d{', ' + version if version else ''})"
+
+
+def check_put_embedder(
+    location: str, doc_id: str, recorded: tuple[str, str, str] | None, given: tuple[str, int, str] | None
+) -> None:
+    """:class:`ConfigError` when the embedder that made a document's vectors (``given``) is not the one
+    the store records now (``recorded``), read inside the transaction that would store the document: the
+    knowledge base was re-embedded (``kb reembed``) after the ingest checked its embedder, and its vectors
+    would sit among the new embedder's, where no search can compare them. ``None`` on either side (a
+    store without an embedder yet, a caller that does not say) checks nothing."""
+    if recorded is None or given is None or same_embedder(recorded, given):
+        return
+    raise ConfigError(
+        f"{location}: {doc_id} was not stored: the knowledge base was re-embedded with "
+        f"{embedder_label(*recorded)} while this ingest embedded with {embedder_label(*given)}; "
+        "ingest it again"
+    )
 
 
 def check_put_widths(
@@ -270,10 +312,13 @@ class Store(Protocol):
         fingerprint: str,
         summary: str = "",
         windows: tuple[Sequence[int], Vectors] | None = None,
+        embedder: tuple[str, int, str] | None = None,
     ) -> Status:
         """Store ``doc`` with one header and one vector per chunk, replacing an earlier version, in one
         transaction. ``windows``: the passage windows' vectors (:mod:`chunkwise.ingest.windows`), each
-        with the index of its chunk in ``chunks``. Returns what was committed: ``added``, ``replaced``,
+        with the index of its chunk in ``chunks``. ``embedder``: the one that made the vectors (name,
+        dimension, version), checked against the recorded one inside the transaction
+        (:func:`check_put_embedder`). Returns what was committed: ``added``, ``replaced``,
         or ``skipped`` when the same content and fingerprint were already stored (by another writer
         since the caller looked)."""
         ...

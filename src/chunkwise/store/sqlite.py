@@ -53,12 +53,15 @@ from chunkwise.store import dense, lexical
 from chunkwise.store.dense import DenseIndex
 from chunkwise.store.lexical import LexicalIndex
 from chunkwise.store.protocol import (
+    EMBEDDER_META,
     DocumentInfo,
     Status,
     StoredChunk,
     StoreSettings,
+    check_put_embedder,
     check_put_widths,
     check_recorded_embedder,
+    recorded_embedder,
     substring_bounds,
 )
 from chunkwise.store.schema import recorded_version, upgrade
@@ -398,20 +401,19 @@ class SQLiteStore:
                     db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_version', ?)", (version,))
             if not taken:
                 return
-        stored = self.meta("embedder")
-        if stored is None:
-            return
-        recorded = (stored, self.meta("dim") or "?", self.meta("embedder_version") or "")
-        check_recorded_embedder(self.location, recorded, (name, dim, version), "directory")
+        recorded = recorded_embedder(self._rows(EMBEDDER_META.format(meta="meta")))
+        if recorded is not None:
+            check_recorded_embedder(self.location, recorded, (name, dim, version), "directory")
 
     @contextmanager
     def reembedding(
         self, embedder: tuple[str, int, str], meta: Mapping[str, str] | None = None
     ) -> Iterator[SQLiteReembedding]:
         """A re-embedding in ONE write transaction (:class:`~.sqlite_reembed.SQLiteReembedding`): readers
-        in other processes see the old store until it commits, writers wait for it (up to
-        :data:`BUSY_TIMEOUT`), and an error rolls all of it back. The generation moves, so every reader
-        reloads its vectors and the sidecar indexes are built again."""
+        on other connections (other processes, other store objects) see the old store until it commits,
+        writers wait for it (up to :data:`BUSY_TIMEOUT`), threads sharing this store object wait for it
+        whatever they do (they share its connection), and an error rolls all of it back. The generation
+        moves, so every reader reloads its vectors and the sidecar indexes are built again."""
         with self._write() as db:
             session = SQLiteReembedding(db, self.location, embedder, self.document)
             yield session
@@ -434,6 +436,7 @@ class SQLiteStore:
         fingerprint: str,
         summary: str = "",
         windows: tuple[Sequence[int], Vectors] | None = None,
+        embedder: tuple[str, int, str] | None = None,
     ) -> Status:
         """Store ``doc`` with its chunks, headers and vectors, replacing any earlier version, atomically.
 
@@ -441,21 +444,24 @@ class SQLiteStore:
         fingerprint and stored fields (:meth:`Document.stored_alike`) were stored meanwhile (by another
         writer). ``windows``: the passage windows' vectors,
         each with the index of its chunk in ``chunks``. Vectors of another size than the recorded
-        embedder's are refused before anything is written (:func:`.check_put_widths`)."""
+        embedder's are refused before anything is written (:func:`.check_put_widths`), and vectors of
+        another ``embedder`` than the one recorded when the write transaction begins (the store was
+        re-embedded meanwhile) in it (:func:`.check_put_embedder`)."""
         if not len(chunks) == len(headers) == vectors.shape[0]:
             raise ValueError("chunks, headers and vectors must have one entry each per chunk")
         dim = self.meta("dim")
         if dim is not None:
-            embedder = self.meta("embedder") or ""
             check_put_widths(
                 self.location,
                 doc.id,
                 int(dim),
-                embedder,
+                self.meta("embedder") or "",
                 vectors=vectors,
                 windows=windows[1] if windows is not None else None,
             )
         with self._write() as db:
+            recorded = recorded_embedder(db.execute(EMBEDDER_META.format(meta="meta")).fetchall())
+            check_put_embedder(self.location, doc.id, recorded, embedder)
             stored = db.execute(
                 "SELECT content_hash, fingerprint FROM documents WHERE doc_id = ?", (doc.id,)
             ).fetchone()
