@@ -267,7 +267,11 @@ class RefusingEmbedder(HashEmbedder):
 
     name = "refusing-16"
 
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
     def embed(self, texts: Sequence[str]) -> Any:
+        self.calls.append(list(texts))
         if any("boarding" in text.lower() for text in texts):
             raise ModelCallError(self.name, "input too long", 413)
         return super().embed(texts)
@@ -277,18 +281,22 @@ def test_a_document_the_new_embedder_refuses_is_named_and_nothing_is_changed(
     tmp_path: Path, data_dir: Path
 ) -> None:
     """An ingest reports a document whose text the embedder refuses and goes on; a re-embedding cannot
-    leave that document with the old embedder's vectors, so it stops with an error naming it, and the
-    store is as it was."""
+    leave that document with the old embedder's vectors, so it stops with an error naming it as soon as
+    the refusal is known (the documents after it are not embedded, nor paid for), and the store is as it
+    was."""
     location = str(tmp_path / "kb")
-    with KnowledgeBase(location, config("local:minilm"), models=Models(embedder=HashEmbedder())) as kb:
+    one_by_one = from_dict({"models": {"cache": False}, "retrieval": {"embed_batch": 1}})
+    with KnowledgeBase(location, one_by_one, models=Models(embedder=HashEmbedder())) as kb:
         kb.add(files(data_dir))
     before = snapshot(location)
-    refusing = Models(embedder=RefusingEmbedder())
+    embedder = RefusingEmbedder()
     with (
-        KnowledgeBase(location, config("local:minilm"), models=refusing) as kb,
+        KnowledgeBase(location, one_by_one, models=Models(embedder=embedder)) as kb,
         pytest.raises(ModelError, match=r"Boarding Process\.md: .*input too long.*nothing was re-embedded"),
     ):
         kb.reembed()
+    embedded = " ".join(text for call in embedder.calls for text in call)
+    assert "careers" not in embedded.lower()  # "Careers at CloudWay 24.md" comes after the refused one
     after = snapshot(location)
     assert after["vectors"].tobytes() == before["vectors"].tobytes()
     assert after["embedder"] == before["embedder"] == ("hash-16", "16", "")
@@ -429,3 +437,19 @@ def test_documents_stored_under_another_configuration_are_ingested_again_after_i
         assert len(again.replaced) == 2
         assert not again.skipped
         assert kb.store.check() == []
+
+
+def test_another_open_store_follows_a_change_of_dimension(pg_url: str, data_dir: Path) -> None:
+    """A knowledge base open while another one re-embeds the store to another dimension: its next search
+    with the new embedder works, and one with the former embedder is refused with a typed error (it
+    once kept the former dimension, letting the former width through to pgvector's raw error)."""
+    small = from_dict({"models": {"cache": False}, "retrieval": {"windows": 0}})
+    with KnowledgeBase(pg_url, config("local:minilm"), models=Models(embedder=HashEmbedder())) as kb:
+        kb.add(files(data_dir)[:2])
+    with KnowledgeBase(pg_url, small, models=Models(embedder=HashEmbedder())) as reader:
+        assert reader.search(QUERY, k=2)  # reads and keeps the 16-d dimension
+        with KnowledgeBase(pg_url, config("local:minilm")) as kb:
+            kb.reembed()  # to 384 dimensions
+        with pytest.raises(ConfigError, match="built with embedder"):
+            reader.search(QUERY, k=2)
+        assert reader.store.dense(np.ones(384, dtype=np.float32) / np.sqrt(384), 2)

@@ -207,12 +207,15 @@ class IngestPipeline:
         embedder: Embedder,
         sink: Sink,
         on_progress: ProgressFn | None = None,
+        *,
+        on_failure: Callable[[str, str], None] | None = None,
     ) -> IngestReport:
         """Embed documents already prepared (``total`` of them, for progress) with ``embedder`` exactly as
         an ingest embeds what it prepares, in the same calls of the same texts, and hand each one with
         its vectors to ``sink`` as soon as they are complete (a re-embedding of stored documents comes
-        this way, :mod:`.reembed`). A document whose texts the embedder refuses is in ``failed``."""
-        batch = _Batch(self, total, on_progress, embedder, sink)
+        this way, :mod:`.reembed`). A document whose texts the embedder refuses is in ``failed``, and
+        ``on_failure`` is called with its name and the reason at once (it may raise to stop the run)."""
+        batch = _Batch(self, total, on_progress, embedder, sink, on_failure=on_failure)
         began = time.perf_counter()
         try:
             for item in items:
@@ -322,10 +325,13 @@ class _Batch:
         on_progress: ProgressFn | None,
         embedder: Embedder,
         sink: Sink,
+        *,
+        on_failure: Callable[[str, str], None] | None = None,
     ) -> None:
         self.pipeline = pipeline
         self.embedder = embedder
         self.sink = sink
+        self.on_failure = on_failure
         self.total = total
         self.on_progress = on_progress
         self.report = IngestReport()
@@ -344,6 +350,8 @@ class _Batch:
     def fail(self, source: str, reason: str) -> None:
         self.report.failed.append((source, reason))
         self.notify(source, "failed")
+        if self.on_failure is not None:
+            self.on_failure(source, reason)
 
     def prepare(self, doc: Document) -> None:
         """Prepare ``doc``; embed and store the batch once it holds enough chunks."""

@@ -97,12 +97,17 @@ def reembed(
             report.windows += len(item.windows)
             return "replaced"
 
-        embedded = pipeline.embed_prepared(
-            _assembled(pipeline, session, fingerprints), total, embedder, sink, on_progress
-        )
-        if embedded.failed:
-            source, reason = embedded.failed[0]
+        def refused(source: str, reason: str) -> None:  # stops the run before more is embedded
             raise ModelError(embedder.name, f"{source}: {reason}; nothing was re-embedded")
+
+        embedded = pipeline.embed_prepared(
+            _assembled(pipeline, session, fingerprints),
+            total,
+            embedder,
+            sink,
+            on_progress,
+            on_failure=refused,
+        )
     report.documents, report.chunks = len(embedded.replaced), embedded.chunks
     report.seconds, report.embed_seconds = embedded.seconds, embedded.embed_seconds
     return report

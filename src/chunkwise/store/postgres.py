@@ -558,7 +558,8 @@ class PostgresStore:
                     recorded = (name, str(dim), version)
         if recorded is None:
             return
-        self._stored_dim()
+        # the dimension as recorded now: a re-embedding by another store object may have changed it
+        self._dim = int(recorded[1]) if recorded[1].isdigit() else self._stored_dim()
         check_recorded_embedder(self.location, recorded, (name, dim, version), "schema")
 
     @contextmanager
@@ -1010,8 +1011,9 @@ class PostgresStore:
         return self._postings.search(terms, k)
 
     def _stored_dim(self) -> int | None:
-        """The recorded embedder's dimension, ``None`` until one is recorded (with it the vector table,
-        which is never dropped)."""
+        """The recorded embedder's dimension, ``None`` until one is recorded (with it the vector table).
+        Kept once read; a re-embedding by another store object changes it, which :meth:`check_embedder`
+        (before every ingest and dense search) reads anew."""
         if self._dim is None:
             dim = self.meta("dim")
             self._dim = int(dim) if dim is not None else None
