@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         QueryError,
         StoreError,
     )
+    from chunkwise.ingest.reembed import ReembedReport
     from chunkwise.ingest.report import IngestReport
     from chunkwise.kb import KnowledgeBase
     from chunkwise.models.config import ModelsConfig
@@ -63,6 +64,7 @@ _EXPORTS: dict[str, str] = {
     "Citation": "chunkwise.query.answer",
     "Trace": "chunkwise.query.trace",
     "IngestReport": "chunkwise.ingest.report",
+    "ReembedReport": "chunkwise.ingest.reembed",
     "ChunkwiseError": "chunkwise.errors",
     "ParseError": "chunkwise.errors",
     "ConfigError": "chunkwise.errors",
@@ -89,6 +91,7 @@ __all__ = [
     "ParseError",
     "PipelineConfig",
     "QueryError",
+    "ReembedReport",
     "Segment",
     "Span",
     "StoreError",
