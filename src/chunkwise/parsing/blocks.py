@@ -35,6 +35,14 @@ def clamp_list_number(number: int) -> int:
     return min(max(number, -MAX_LIST_NUMBER), MAX_LIST_NUMBER)
 
 
+def list_number_of(sign: str, digits: str) -> int:
+    """A list number written as ``sign`` (``""``, ``"+"`` or ``"-"``) and ASCII ``digits``, clamped
+    (:func:`clamp_list_number`); only the first ten significant digits are converted, which already pass
+    the bound, so a hostile 10,000-digit value costs nothing."""
+    number = int(digits.lstrip("0")[:10] or "0")
+    return clamp_list_number(-number if sign == "-" else number)
+
+
 class _Kind(Enum):
     ROOT = auto()
     LIST = auto()

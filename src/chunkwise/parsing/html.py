@@ -39,7 +39,7 @@ from selectolax.lexbor import LexborHTMLParser, LexborNode
 
 from chunkwise.document import Document
 from chunkwise.errors import EmptyDocumentError, UnsafeContentError
-from chunkwise.parsing.blocks import MAX_LIST_NUMBER, BlockAssembler
+from chunkwise.parsing.blocks import BlockAssembler, list_number_of
 from chunkwise.parsing.builder import normalise_inline
 from chunkwise.parsing.decoding import decode_bytes
 from chunkwise.parsing.limits import ParseLimits
@@ -393,14 +393,13 @@ _HTML_INTEGER = re.compile(r"[\t\n\f\r ]*([+-]?)([0-9]+)")
 
 def html_integer(value: str | None) -> int | None:
     """An ``ol start`` or ``li value`` attribute parsed as browsers do (``" 7th"`` is 7), clamped to
-    +-:data:`MAX_LIST_NUMBER` so a hostile 10,000-digit value is neither converted nor rendered;
-    ``None`` when absent or not a number (the attribute is then ignored)."""
+    +-:data:`~chunkwise.parsing.blocks.MAX_LIST_NUMBER` so a hostile 10,000-digit value is neither
+    converted nor rendered (:func:`~chunkwise.parsing.blocks.list_number_of`); ``None`` when absent or
+    not a number (the attribute is then ignored)."""
     match = _HTML_INTEGER.match(value or "")
     if match is None:
         return None
-    sign, digits = match.groups()
-    number = min(int(digits.lstrip("0")[:10] or "0"), MAX_LIST_NUMBER)  # ten digits pass the bound
-    return -number if sign == "-" else number
+    return list_number_of(*match.groups())
 
 
 def _nothing() -> None:

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from xml.parsers import expat
 
 from chunkwise.errors import CorruptFileError, FileTooLargeError, UnsafeContentError
-from chunkwise.parsing.blocks import clamp_list_number
+from chunkwise.parsing.blocks import list_number_of
 from chunkwise.parsing.limits import ParseLimits
 
 #: Members smaller than this are exempt from the per-member ratio check (tiny parts compress wildly).
@@ -254,6 +254,4 @@ def list_number(value: str) -> int:
     match = _XSD_INTEGER.fullmatch(value)
     if match is None:
         raise ValueError(f"list start {value[:20]!r} is not an integer")
-    sign, digits = match.groups()
-    number = int(digits.lstrip("0")[:10] or "0")  # ten digits already pass the bound
-    return clamp_list_number(-number if sign == "-" else number)
+    return list_number_of(*match.groups())
