@@ -160,6 +160,23 @@ def test_reembedding_stores_what_a_fresh_ingest_with_the_new_embedder_stores(
     assert not again.replaced
 
 
+def hnsw_indexes(location: str) -> dict[str, str]:
+    """Table -> the dimension its HNSW index was built for, of a PostgreSQL schema's vector tables."""
+    import psycopg
+
+    where = parse(location)
+    with psycopg.connect(where.conninfo) as conn:
+        rows = conn.execute(
+            "SELECT c.relname, format_type(a.atttypid, a.atttypmod) FROM pg_index i"
+            " JOIN pg_class x ON x.oid = i.indexrelid JOIN pg_am m ON m.oid = x.relam"
+            " JOIN pg_class c ON c.oid = i.indrelid JOIN pg_namespace n ON n.oid = c.relnamespace"
+            " JOIN pg_attribute a ON a.attrelid = c.oid AND a.attname = 'embedding'"
+            " WHERE m.amname = 'hnsw' AND n.nspname = %s",
+            (where.schema,),
+        ).fetchall()
+    return {table: kind.removeprefix("vector(").removesuffix(")") for table, kind in rows}
+
+
 def test_reembedding_takes_an_embedder_of_another_dimension(
     location: str, tmp_path: Path, data_dir: Path
 ) -> None:
@@ -180,6 +197,8 @@ def test_reembedding_takes_an_embedder_of_another_dimension(
         assert kb.store.check() == []
         assert kb.search(QUERY, k=3)
         assert kb.store.dense_method() == "hnsw"
+    if location.startswith("postgresql://"):  # the new tables' HNSW indexes were built
+        assert hnsw_indexes(location) == {"vectors": "16", "windows": "16"}
     fresh = other(location, tmp_path)
     with KnowledgeBase(fresh, indexed, models=Models(embedder=HashEmbedder())) as kb:
         kb.add(files(data_dir)[:2])

@@ -133,17 +133,27 @@ CREATE INDEX IF NOT EXISTS windows_hnsw ON {s}.windows USING hnsw (embedding vec
     WITH (m = {m}, ef_construction = {ef_construction});
 """
 
-_VECTORS = (
+#: The tables of the whole vectors and the windows' vectors, without their HNSW indexes.
+_VECTOR_TABLES = (
     """
 CREATE TABLE {s}.vectors (
     chunk_key bigint PRIMARY KEY REFERENCES {s}.chunks ON DELETE CASCADE, embedding vector({dim}) NOT NULL
 );
+"""
+    + _WINDOWS
+)
+
+#: The HNSW indexes of both vector tables.
+_VECTORS_HNSW = (
+    """
 CREATE INDEX vectors_hnsw ON {s}.vectors USING hnsw (embedding vector_cosine_ops)
     WITH (m = {m}, ef_construction = {ef_construction});
 """
-    + _WINDOWS
     + _WINDOWS_HNSW
 )
+
+#: The vector tables with their HNSW indexes, as an ingest makes them when it records the embedder.
+_VECTORS = _VECTOR_TABLES + _VECTORS_HNSW
 
 #: Where :meth:`PostgresStore.reembedding` stages the new vectors (dropped when its transaction ends): the
 #: store's tables are rebuilt from them at the end, so readers search the old ones until it commits.
@@ -155,7 +165,8 @@ CREATE TEMPORARY TABLE reembed_windows (
 ) ON COMMIT DROP;
 """
 
-#: The staged vectors moved into the store's tables (made again by :data:`_VECTORS`), windows in order.
+#: The staged vectors moved into the store's tables (made again by :data:`_VECTOR_TABLES`), windows in
+#: order.
 _UNSTAGE = """
 INSERT INTO {s}.vectors (chunk_key, embedding) SELECT chunk_key, embedding FROM reembed_vectors;
 INSERT INTO {s}.windows (chunk_key, embedding) SELECT chunk_key, embedding FROM reembed_windows ORDER BY seq;
@@ -594,8 +605,11 @@ class PostgresStore:
         stored = conn.execute(f"SELECT count(*) FROM {s}.documents").fetchone()[0]
         check_all_reembedded(self.location, int(stored), len(session.written))
         conn.execute(f"DROP TABLE IF EXISTS {s}.windows, {s}.vectors")
-        ddl = _VECTORS.format(s=s, dim=int(dim), m=cfg.hnsw_m, ef_construction=cfg.hnsw_ef_construction)
-        _execute_script(conn, ddl + _UNSTAGE.format(s=s))
+        # the HNSW indexes are built once their rows are in, in one pass, not grown row by row
+        _execute_script(conn, _VECTOR_TABLES.format(s=s, dim=int(dim)) + _UNSTAGE.format(s=s))
+        _execute_script(
+            conn, _VECTORS_HNSW.format(s=s, m=cfg.hnsw_m, ef_construction=cfg.hnsw_ef_construction)
+        )
         recorded = {**(meta or {}), "embedder": name, "dim": str(dim), "embedder_version": version}
         upsert = (
             f"INSERT INTO {s}.meta VALUES (%s, %s) ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value"
