@@ -26,7 +26,7 @@ from chunkwise.parsing import parse_file
 from chunkwise.store.pgurl import parse
 from chunkwise.store.sqlite import SQLiteStore
 from tests.support.cli import run_chunkwise
-from tests.support.fakes import HashEmbedder
+from tests.support.fakes import CountingEmbedder, HashEmbedder
 
 FILES = ("Baggage Allowance.md", "Boarding Process.md", "accessories.md", "Careers at CloudWay 24.md")
 QUERY = "checked baggage weight"
@@ -211,20 +211,13 @@ def test_reembedding_takes_an_embedder_of_another_dimension(
         kb.search(QUERY, k=3)
 
 
-class FailingEmbedder:
+class FailingEmbedder(CountingEmbedder):
     """Delegates to a real embedder, until ``failing()`` says to fail: then it first runs ``meanwhile``
     (a reader's look at the store while the re-embedding's transaction is open), then raises."""
 
     def __init__(self, inner: Any, failing: Callable[[], bool], meanwhile: Callable[[], None]) -> None:
-        self.inner, self.failing, self.meanwhile = inner, failing, meanwhile
-
-    @property
-    def name(self) -> str:
-        return str(self.inner.name)
-
-    @property
-    def dim(self) -> int:
-        return int(self.inner.dim)
+        super().__init__(inner)
+        self.failing, self.meanwhile = failing, meanwhile
 
     @property
     def version(self) -> str:
@@ -234,7 +227,7 @@ class FailingEmbedder:
         if self.failing():
             self.meanwhile()
             raise ModelCallError(self.name, "the embedding server went away", 503)
-        return self.inner.embed(texts)
+        return super().embed(texts)
 
 
 def test_a_failure_part_way_leaves_the_store_exactly_as_it_was(location: str, data_dir: Path) -> None:
