@@ -90,17 +90,20 @@ def numbered(path: Path) -> list[str]:
     return [item.text.split(" ", 1)[0].removesuffix(".") for item in items]
 
 
+#: List starts of both formats and the numbers of three items counted on from them (a start near the
+#: bound stays at it; 5,000 digits are read without converting them).
+CLAMPED_STARTS = [
+    ("5", ["5", "6", "7"]),
+    ("9999999999", [str(MAX_LIST_NUMBER)] * 3),
+    ("999999998", [str(MAX_LIST_NUMBER - 1), str(MAX_LIST_NUMBER), str(MAX_LIST_NUMBER)]),
+    ("-9999999999", [str(-MAX_LIST_NUMBER), str(1 - MAX_LIST_NUMBER), str(2 - MAX_LIST_NUMBER)]),
+    ("9" * 5000, [str(MAX_LIST_NUMBER)] * 3),
+]
+
+
 @pytest.mark.parametrize(
     ("start", "expected"),
-    [
-        ("5", ["5", "6", "7"]),
-        ("9999999999", [str(MAX_LIST_NUMBER)] * 3),
-        ("999999998", [str(MAX_LIST_NUMBER - 1), str(MAX_LIST_NUMBER), str(MAX_LIST_NUMBER)]),
-        ("-9999999999", [str(-MAX_LIST_NUMBER), str(1 - MAX_LIST_NUMBER), str(2 - MAX_LIST_NUMBER)]),
-        ("-1", ["-1", "0", "1"]),
-        ("9" * 5000, [str(MAX_LIST_NUMBER)] * 3),
-        (" 0012 ", ["12", "13", "14"]),
-    ],
+    [*CLAMPED_STARTS, ("-1", ["-1", "0", "1"]), (" 0012 ", ["12", "13", "14"])],
 )
 def test_a_docx_list_start_is_clamped_like_html_lists(
     tmp_path: Path, start: str, expected: list[str]
@@ -137,16 +140,7 @@ def test_a_malformed_docx_list_start_is_corrupt(tmp_path: Path, start: str, wher
         parse_file(path)
 
 
-@pytest.mark.parametrize(
-    ("start", "expected"),
-    [
-        ("5", ["5", "6", "7"]),
-        ("9999999999", [str(MAX_LIST_NUMBER)] * 3),
-        ("999999998", [str(MAX_LIST_NUMBER - 1), str(MAX_LIST_NUMBER), str(MAX_LIST_NUMBER)]),
-        ("-9999999999", [str(-MAX_LIST_NUMBER), str(1 - MAX_LIST_NUMBER), str(2 - MAX_LIST_NUMBER)]),
-        ("9" * 5000, [str(MAX_LIST_NUMBER)] * 3),
-    ],
-)
+@pytest.mark.parametrize(("start", "expected"), CLAMPED_STARTS)
 def test_a_pptx_auto_number_start_is_clamped_like_html_lists(
     tmp_path: Path, start: str, expected: list[str]
 ) -> None:
