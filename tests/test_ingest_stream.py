@@ -4,7 +4,12 @@ between calls (the command line shows it on the progress bar)."""
 
 from __future__ import annotations
 
+import numpy as np
+import pytest
+
+from chunkwise.chunking.tokens import get_counter
 from chunkwise.config import from_dict
+from chunkwise.ingest.windows import window_spans
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from tests.support.documents import doc_from_markdown_lines
@@ -45,3 +50,34 @@ def test_a_long_document_is_embedded_in_bounded_calls_and_reports_progress(tmp_p
     assert outcomes == [(doc.id, "added", done) for done, doc in enumerate([small[0], long, *small[1:]], 1)]
     # the short document before the long one is stored with the first call, not after the long one
     assert events.index(next(e for e in events if e.source == "small0.md")) < events.index(progress[0])
+
+
+@pytest.mark.parametrize("embed_whole", [False, True])
+def test_a_chunk_with_windows_counts_as_embedded_once_its_last_window_is(tmp_path, embed_whole):
+    config = from_dict(
+        {
+            "chunking": {"name": "fixed", "params": {"max_size": 600}},
+            "retrieval": {"embed_batch": 3, "windows": 16, "embed_whole": embed_whole},
+            "models": {"cache": False},
+        }
+    )
+    lines = "\n".join(
+        f"Paragraph {i} of a document long enough for several windows a chunk." for i in range(40)
+    )
+    doc = doc_from_markdown_lines("windowed.md", f"# Windowed\n{lines}")
+    embedder = RecordingEmbedder()
+    events = []
+    with KnowledgeBase(tmp_path / "kb", config, models=Models(config.models, embedder=embedder)) as kb:
+        kb.add_documents([doc], on_progress=events.append)
+        texts = [c.text for c in kb.store.chunks(sorted(kb.store.dense_index().keys.tolist()))]
+    counter = get_counter("minilm")
+    windows = [len(window_spans(text, 16, counter, overlap=False)) for text in texts]
+    assert all(count >= 2 for count in windows)
+    # the rows the embedder reads, in order: the whole chunks (unless pooled), then every window
+    last_row = np.cumsum(windows) + (len(texts) if embed_whole else 0)
+    done_after = np.cumsum(embedder.calls)
+    progress = [event.embedded for event in events if event.status == "embedding"]
+    assert progress, "a document of several calls reports its progress"
+    expected = [int(np.count_nonzero(last_row <= rows)) for rows in done_after[: len(progress)]]
+    assert progress == expected
+    assert progress[-1] < len(texts)

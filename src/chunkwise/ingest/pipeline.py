@@ -101,6 +101,18 @@ class Prepared:
         chunks = [row for row in range(len(self.chunks)) if row not in self.pooled]
         return chunks + list(range(len(self.chunks), len(self.chunks) + len(self.windows)))
 
+    def chunks_embedded(self, rows_done: int) -> int:
+        """How many chunks are embedded once the first ``rows_done`` rows of :attr:`embedded` are: those
+        whose every row is among them. A chunk with windows is done with its last window, so a document
+        whose chunks are pooled, or embedded whole before their windows, is not reported done before
+        its windows are."""
+        whole = [row for row in range(len(self.chunks)) if row not in self.pooled]
+        last = np.full(len(self.chunks), -1, dtype=np.intp)
+        last[whole] = np.arange(len(whole), dtype=np.intp)
+        if self.windows:
+            np.maximum.at(last, self.owners, np.arange(len(self.windows), dtype=np.intp) + len(whole))
+        return int(np.count_nonzero(last < rows_done))
+
     def text(self, row: int) -> str:
         """What the embedder reads for ``row`` (a chunk's header + text, or a window's)."""
         if row < len(self.chunks):
@@ -400,7 +412,7 @@ class _Batch:
                     self.store(pending[index], vectors[index])
             stored = max(stored, whole)
             if whole == last:  # the call ended inside a long document
-                self.embedding(pending[last], min(rows[last][n] + 1, len(pending[last].chunks)))
+                self.embedding(pending[last], pending[last].chunks_embedded(n + 1))
         for index in range(stored, len(pending)):  # documents without chunks left after the last call
             self.store(pending[index], vectors[index])
 
