@@ -465,3 +465,66 @@ def test_another_open_store_follows_a_change_of_dimension(pg_url: str, data_dir:
         with pytest.raises(ConfigError, match="built with embedder"):
             reader.search(QUERY, k=2)
         assert reader.store.dense(np.ones(384, dtype=np.float32) / np.sqrt(384), 2)
+
+
+def test_the_reembeddings_tokens_are_reported_and_stay_in_the_accounting(
+    tmp_path: Path, data_dir: Path
+) -> None:
+    """MiniLM -> bge-small with the bundled models: the report carries the embedder's calls and tokens
+    (bge-small counts them), the same as an ingest with bge-small pays for the same files (the same
+    texts in the same calls), at no cost (a local model is free); and the knowledge base's accounting
+    still holds them after it rebuilt its model context for bge-small."""
+    location = str(tmp_path / "kb")
+    with KnowledgeBase(location, config("local:minilm")) as kb:
+        kb.add(files(data_dir)[:2])
+    with KnowledgeBase(location) as kb:
+        report = kb.reembed("local:bge-small")
+        spent = kb.accounting()
+    with KnowledgeBase(other(location, tmp_path), config("local:bge-small")) as kb:
+        kb.add(files(data_dir)[:2])
+        ingested = kb.accounting()["by_role"]["embedder"]
+    embedded = report.accounting["by_role"]["embedder"]
+    for key in ("calls", "cache_hits", "input_tokens", "output_tokens", "cost"):
+        assert embedded[key] == ingested[key], key
+    assert embedded["input_tokens"] > 0
+    assert embedded["cost"] == 0
+    assert report.accounting["total"] == embedded
+    assert spent["total"] == embedded  # after the model context was built again
+    assert report.to_dict()["accounting"] == report.accounting
+
+
+#: Dollars per million tokens of the priced embedders below: 0.001 $ a token.
+EMBEDDING_PRICE = {"input_per_mtok": 1000.0, "output_per_mtok": 1000.0}
+
+
+def test_the_cli_reports_what_a_priced_remote_reembedding_cost(tmp_path: Path, data_dir: Path) -> None:
+    """``kb reembed`` to a priced embedder served over HTTP on 127.0.0.1: ``--json`` carries the calls,
+    the tokens the server counted and their cost, and the summary line says them too."""
+    from tests.support.openai_server import OpenAIServer, word_count
+
+    kb_dir = str(tmp_path / "kb")
+    with OpenAIServer() as server:
+        models = {
+            "embedder": "openai:emb-a",
+            "base_url": server.base_url,
+            "cache": False,
+            "prices": {"emb-a": EMBEDDING_PRICE, "emb-b": EMBEDDING_PRICE},
+        }
+        with KnowledgeBase(kb_dir, from_dict({"models": models})) as kb:
+            kb.add(files(data_dir)[:2])
+        server.requests.clear()
+        done = run_chunkwise("kb", "reembed", "--kb", kb_dir, "--embedder", "openai:emb-b", "--json")
+        assert done.returncode == 0, done.stderr
+        # the embedding calls, without the one that learns the new model's dimension (not accounted)
+        calls = [r.json["input"] for r in server.requests if r.json["input"] != ["dimension probe"]]
+        server.requests.clear()
+        summary = run_chunkwise("kb", "reembed", "--kb", kb_dir, "--embedder", "openai:emb-a")
+    assert summary.returncode == 0, summary.stderr
+    total = json.loads(done.stdout)["accounting"]["total"]
+    tokens = sum(word_count(text) for call in calls for text in call)
+    assert (total["calls"], total["input_tokens"]) == (len(calls), tokens)
+    assert tokens > 0
+    assert total["cost"] == pytest.approx(tokens * 0.001)
+    assert summary.stdout.startswith("re-embedded 2 documents (")
+    assert f"model calls: {total['calls']} (+0 cached), input tokens: {tokens}, " in summary.stdout
+    assert f"cost: ${tokens * 0.001:.6f}\n" in summary.stdout

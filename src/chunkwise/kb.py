@@ -181,7 +181,9 @@ class KnowledgeBase:
         configuration (naming the new embedder) change together or not at all, so any failure leaves
         the store as it was and searchable with the old embedder. With ``embedder`` given, this knowledge
         base then uses it: its configuration names it and, when it built its model context, that is
-        built again (a context given to it keeps its own embedder).
+        built again on the same ledger (a context given to it keeps its own embedder). Either way the
+        re-embedding's calls stay in :meth:`accounting` and count against the run's budget, and the
+        report carries their accounting.
 
         Raises:
             ModelError: the embedder failed or refused a document's text, or the budget would be passed
@@ -201,7 +203,7 @@ class KnowledgeBase:
                 self.__dict__.pop(cached, None)
             if self._owns_models:
                 self.models.close()
-                self.models = Models(config.models)
+                self.models = Models(config.models, ledger=self.models.ledger)  # keeps what was spent
         return report
 
     def documents(self) -> list[DocumentInfo]:

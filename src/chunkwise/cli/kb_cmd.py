@@ -29,8 +29,10 @@ read, so the way out is to start over (or to start the server). ``--json`` print
 ``reembed [--embedder SPEC]`` embeds every stored chunk (and passage window) again with the embedder
 ``SPEC`` names (as ``[models] embedder`` does; default: the configured one), in place: without the
 source files and without chunking again (:mod:`chunkwise.ingest.reembed`). A progress bar on stderr,
-then one summary line (``--json``: the report and the store's counts). It is one transaction: an
-error (exit status 2 with an ``error:`` line) or Ctrl-C (130) leaves the knowledge base as it was.
+then one summary line with the embedder's calls, tokens and cost (``--json``: the report, its
+``accounting`` as an ingest's, and the store's counts); ``--max-cost`` and ``--max-tokens`` bound those
+calls as they bound an ingest's. It is one transaction: an error (exit status 2 with an ``error:``
+line), a spent budget or Ctrl-C (130) leaves the knowledge base as it was.
 Writers wait for it (a SQLite writer for a minute, then fails): run it while nothing ingests into the
 knowledge base.
 """
@@ -155,11 +157,14 @@ def reembed_command(
         sys.stdout.write(json_line({**report.to_dict(), "counts": counts}) + "\n")
         return
     was = f" (was {report.previous})" if report.previous else ""
+    total = report.accounting["total"]
     sys.stdout.write(
         printable(
             f"re-embedded {report.documents} documents ({report.chunks} chunks, {report.windows} passage "
             f"windows) with {report.embedder}{was} in {report.seconds:.1f} s "
-            f"({report.embed_seconds:.1f} s embedding)"
+            f"({report.embed_seconds:.1f} s embedding); model calls: {total['calls']} "
+            f"(+{total['cache_hits']} cached), input tokens: {total['input_tokens']}, "
+            f"cost: ${total['cost']:.6f}"
         )
         + "\n"
     )

@@ -20,12 +20,15 @@ another configuration (another fingerprint) is re-embedded as this configuration
 windows too), which is not what that configuration stored: its fingerprint is marked stale
 (:data:`STALE`), so that any later ingest of its file chunks and embeds it again, whatever the
 configuration.
+
+The embedder's calls are recorded in the pipeline's model context (its ledger and budget) like an
+ingest's, and the report carries their accounting (calls, tokens, cost where the embedder is priced).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from chunkwise.errors import ModelError
@@ -42,7 +45,9 @@ STALE = "stale:"
 @dataclass(slots=True)
 class ReembedReport:
     """What a re-embedding did: the embedder before (``None`` for a store that recorded none) and now,
-    the documents, chunks and passage windows embedded, and the time it took (embedding alone too)."""
+    the documents, chunks and passage windows embedded, the time it took (embedding alone too), and the
+    accounting of its model calls (:meth:`~chunkwise.models.accounting.Ledger.to_dict`: calls, cache
+    hits, tokens, cost and seconds, in total, per stage and per role), as an ingest reports its own."""
 
     previous: str | None
     embedder: str
@@ -51,6 +56,7 @@ class ReembedReport:
     windows: int = 0
     seconds: float = 0.0
     embed_seconds: float = 0.0
+    accounting: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form."""
@@ -62,6 +68,7 @@ class ReembedReport:
             "windows": self.windows,
             "seconds": round(self.seconds, 3),
             "embed_seconds": round(self.embed_seconds, 3),
+            "accounting": self.accounting,
         }
 
 
@@ -74,14 +81,17 @@ def reembed(
     """Embed every document stored in ``pipeline.store`` again with ``embedder``, as ``pipeline``'s
     configuration has an ingest embed it, and record ``embedder`` there, with the settings ``meta`` in
     the same transaction (see the module docstring). ``on_progress`` gets an ingest's events, each
-    document ``replaced``.
+    document ``replaced``. The embedder's calls are recorded in ``pipeline.models`` (adopted there when
+    it records elsewhere), so they count against its budget, and the report carries their accounting.
 
     Raises:
         ModelError: the embedder failed, or refused a document's text (named);
             :class:`~chunkwise.errors.BudgetExceededError`: the budget would be passed. The store is left
             as it was.
     """
-    store = pipeline.store
+    store, models = pipeline.store, pipeline.models
+    embedder = models.adopt("embedder", embedder)
+    mark = models.mark()
     report = ReembedReport(store.meta("embedder"), embedder.name)
     old = pipeline.fingerprint(report.previous) if report.previous is not None else None
     new = pipeline.fingerprint(embedder.name)
@@ -110,6 +120,7 @@ def reembed(
         )
     report.documents, report.chunks = len(embedded.replaced), embedded.chunks
     report.seconds, report.embed_seconds = embedded.seconds, embedded.embed_seconds
+    report.accounting = models.accounting(mark)
     return report
 
 
