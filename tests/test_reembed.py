@@ -528,3 +528,59 @@ def test_the_cli_reports_what_a_priced_remote_reembedding_cost(tmp_path: Path, d
     assert summary.stdout.startswith("re-embedded 2 documents (")
     assert f"model calls: {total['calls']} (+0 cached), input tokens: {tokens}, " in summary.stdout
     assert f"cost: ${tokens * 0.001:.6f}\n" in summary.stdout
+
+
+class Named(HashEmbedder):
+    """The 16-d hash embedder under another name (another embedder to the store)."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+class AnotherWriterFirst:
+    """A store whose re-embedding transaction opens only after ``meanwhile`` ran: another writer's change,
+    committed after the re-embedding began, before its transaction took the store."""
+
+    def __init__(self, store: Any, meanwhile: Callable[[], None]) -> None:
+        self.store, self.meanwhile = store, meanwhile
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.store, name)
+
+    def reembedding(self, *args: Any, **kwargs: Any) -> Any:
+        self.meanwhile()
+        return self.store.reembedding(*args, **kwargs)
+
+
+def test_what_another_writer_committed_before_the_transaction_is_what_is_reembedded(
+    location: str, data_dir: Path
+) -> None:
+    """Another process moves the store to another embedder and adds a document just before the
+    re-embedding's transaction opens: the re-embedding reports that embedder as the one it replaced,
+    counts the added document in its progress, and gives every document the new embedder's fingerprint
+    (they were that embedder's, not stale), so an ingest of the same files afterwards skips them all.
+    Read before the transaction, the embedder it replaced was the former one and every document was
+    marked stale."""
+    plain = from_dict({"models": {"cache": False}})
+    chosen = files(data_dir)[:3]
+    with KnowledgeBase(location, plain, models=Models(embedder=HashEmbedder())) as kb:
+        kb.add(chosen[:2])
+
+    def meanwhile() -> None:
+        with KnowledgeBase(location, plain, models=Models(embedder=Named("between-16"))) as writer:
+            writer.reembed()
+            writer.add(chosen[2:])
+
+    events: list[IngestEvent] = []
+    with KnowledgeBase(location, plain, models=Models(embedder=Named("last-16"))) as kb:
+        kb.store = AnotherWriterFirst(kb.store, meanwhile)  # type: ignore[assignment]
+        report = kb.reembed(on_progress=events.append)
+        fingerprint = kb.ingest.fingerprint("last-16")
+        states = [kb.store.state(info.doc_id) for info in kb.documents()]
+    assert (report.previous, report.documents) == ("between-16", 3)
+    assert (events[-1].done, events[-1].total) == (3, 3)
+    assert [state[1] for state in states if state is not None] == [fingerprint] * 3
+    with KnowledgeBase(location, plain, models=Models(embedder=Named("last-16"))) as kb:
+        again = kb.add(chosen)
+        assert len(again.skipped) == 3
+        assert kb.store.check() == []

@@ -92,11 +92,11 @@ def reembed(
     store, models = pipeline.store, pipeline.models
     embedder = models.adopt("embedder", embedder)
     mark = models.mark()
-    report = ReembedReport(store.meta("embedder"), embedder.name)
-    old = pipeline.fingerprint(report.previous) if report.previous is not None else None
     new = pipeline.fingerprint(embedder.name)
-    total = store.counts()["documents"]
     with store.reembedding((embedder.name, embedder.dim, embedder_version(embedder)), meta) as session:
+        # what the store held when no writer could change it any more
+        report = ReembedReport(session.previous, embedder.name)
+        old = pipeline.fingerprint(session.previous) if session.previous is not None else None
         fingerprints: dict[str, str] = {}  # of the documents read and not yet written
 
         def sink(item: Prepared, vectors: Vectors) -> Status:
@@ -112,7 +112,7 @@ def reembed(
 
         embedded = pipeline.embed_prepared(
             _assembled(pipeline, session, fingerprints),
-            total,
+            session.total,
             embedder,
             sink,
             on_progress,

@@ -602,8 +602,7 @@ class PostgresStore:
         :class:`StoreError` unless every document was written."""
         s, cfg = self._s, self._settings
         name, dim, version = embedder
-        stored = conn.execute(f"SELECT count(*) FROM {s}.documents").fetchone()[0]
-        check_all_reembedded(self.location, int(stored), len(session.written))
+        check_all_reembedded(self.location, session.total, len(session.written))
         conn.execute(f"DROP TABLE IF EXISTS {s}.windows, {s}.vectors")
         # the HNSW indexes are built once their rows are in, in one pass, not grown row by row
         _execute_script(conn, _VECTOR_TABLES.format(s=s, dim=int(dim)) + _UNSTAGE.format(s=s))
@@ -1150,7 +1149,8 @@ class PostgresStore:
 
 class _Reembedding:
     """The :class:`~.protocol.Reembedding` of a PostgreSQL store: ``conn`` is in the transaction of
-    :meth:`PostgresStore.reembedding`; new vectors go to its temporary stage tables."""
+    :meth:`PostgresStore.reembedding`, which holds the documents locked against writes; new vectors go
+    to its temporary stage tables."""
 
     def __init__(self, store: PostgresStore, conn: Any, embedder: tuple[str, int, str]) -> None:
         self.store = store
@@ -1158,6 +1158,9 @@ class _Reembedding:
         self.embedder = embedder
         self.written: set[str] = set()
         self._s = store._s
+        recorded = store._recorded_embedder(conn)
+        self.previous = recorded[0] if recorded is not None else None
+        self.total = int(conn.execute(f"SELECT count(*) FROM {self._s}.documents").fetchone()[0])
 
     def documents(self) -> Iterator[StoredForEmbedding]:
         """Each stored document by id, with its chunks, headers and fingerprint."""

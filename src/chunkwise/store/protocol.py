@@ -125,7 +125,13 @@ class Reembedded:
 
 
 class Reembedding(Protocol):
-    """An open re-embedding transaction (:meth:`Store.reembedding`)."""
+    """An open re-embedding transaction (:meth:`Store.reembedding`). ``previous`` (the name of the
+    embedder the store records, ``None`` when it records none) and ``total`` (the documents it holds)
+    are read inside it as it opens: writers wait for the transaction, so neither changes before it
+    ends, as they could if read before it began."""
+
+    previous: str | None
+    total: int
 
     def documents(self) -> Iterator[StoredForEmbedding]:
         """Each stored document, read inside the transaction one at a time (by id), so that memory

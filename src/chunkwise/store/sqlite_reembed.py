@@ -16,11 +16,13 @@ import numpy as np
 
 from chunkwise.document import Document
 from chunkwise.store.protocol import (
+    EMBEDDER_META,
     Reembedded,
     StoredForEmbedding,
     check_all_reembedded,
     check_put_widths,
     chunk_from_row,
+    recorded_embedder,
 )
 
 _CHUNKS = (
@@ -30,8 +32,9 @@ _CHUNKS = (
 
 
 class SQLiteReembedding:
-    """The :class:`~.protocol.Reembedding` of a SQLite store: ``db`` is in the store's write transaction,
-    ``document`` reads a stored document on the same connection."""
+    """The :class:`~.protocol.Reembedding` of a SQLite store: ``db`` is in the store's write transaction
+    (which no other writer shares until it ends), ``document`` reads a stored document on the same
+    connection."""
 
     def __init__(
         self,
@@ -45,6 +48,9 @@ class SQLiteReembedding:
         self.embedder = embedder
         self.document = document
         self.written: set[str] = set()
+        recorded = recorded_embedder(db.execute(EMBEDDER_META.format(meta="meta")).fetchall())
+        self.previous = recorded[0] if recorded is not None else None
+        self.total: int = db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
 
     def documents(self) -> Iterator[StoredForEmbedding]:
         """Each stored document by id, with its chunks, headers and fingerprint."""
@@ -87,8 +93,7 @@ class SQLiteReembedding:
     def finish(self, meta: Mapping[str, str] | None) -> None:
         """Record the embedder and ``meta``, and move the ``removals`` counter (see the module docstring);
         :class:`~chunkwise.errors.StoreError` unless every document was written."""
-        stored = self.db.execute("SELECT COUNT(*) FROM documents").fetchone()[0]
-        check_all_reembedded(self.location, stored, len(self.written))
+        check_all_reembedded(self.location, self.total, len(self.written))
         name, dim, version = self.embedder
         recorded = {**(meta or {}), "embedder": name, "dim": str(dim), "embedder_version": version}
         self.db.executemany("INSERT OR REPLACE INTO meta VALUES (?, ?)", list(recorded.items()))
