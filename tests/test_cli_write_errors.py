@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from chunkwise.store.sqlite import SQLiteStore
 from tests.support.cli import run_chunkwise
 
 FULL = Path("/dev/full")
@@ -142,3 +143,24 @@ def test_one_large_write_whose_reader_leaves(tmp_path, as_json):
     stderr = command.stderr.read()
     assert command.wait(timeout=600) == BROKEN_PIPE_STATUS
     assert stderr == b""
+
+
+def test_one_large_error_line_whose_reader_leaves(tmp_path):
+    """The same on stderr: with ``PYTHONUNBUFFERED`` set, an ``error:`` line far larger than a pipe holds
+    (an id of 120,000 characters that is not stored), the reader of stderr leaving after a few bytes.
+    The rest of the line was dropped without a word and the command ended with status 1, as if all of it
+    had been read. It ends with 141."""
+    kb = tmp_path / "kb"
+    SQLiteStore(kb).close()  # an empty knowledge base
+    command = subprocess.Popen(
+        [sys.executable, "-m", "chunkwise", "kb", "delete", "x" * 120_000, "--kb", str(kb)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    assert command.stdout is not None
+    assert command.stderr is not None
+    assert command.stderr.read(10) == b"error: xxx"
+    command.stderr.close()
+    assert command.wait(timeout=600) == BROKEN_PIPE_STATUS
+    assert command.stdout.read() == b""

@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, NoReturn
+from typing import Any, NoReturn, TextIO
 
 import typer
 from typer.core import TyperGroup
@@ -165,19 +165,24 @@ for _name in COMMAND_MODULES:
 
 
 class _WholeWrites(io.RawIOBase):
-    """An unbuffered stdout's file, each write taken in full: the file's ``write`` is called until every
-    byte has gone, as a buffered stdout's flush does.
+    """An unbuffered stdout's or stderr's file, each write taken in full: the file's ``write`` is called
+    until every byte has gone, as a buffered stream's flush does.
 
-    With ``PYTHONUNBUFFERED`` (or ``python -u``) the text stdout writes straight to its file and takes no
-    notice of how many bytes a write took. A write larger than a pipe holds, whose reader leaves after
-    reading a part (``| head -c 10``), takes what the pipe took: the kernel reports those bytes, not an
-    error. The rest was dropped without a word and the command ended with status 0, as if its output had
-    been read in full. Written on, the next write fails with EPIPE and the command ends as for any
-    closed pipe; a write a signal cuts short goes on where it stopped."""
+    With ``PYTHONUNBUFFERED`` (or ``python -u``) the text stdout and stderr write straight to their
+    files and take no notice of how many bytes a write took. A write larger than a pipe holds, whose
+    reader leaves after reading a part (``| head -c 10``, ``2>&1 | head -c 10``), takes what the pipe
+    took: the kernel reports those bytes, not an error. The rest was dropped without a word and the
+    command ended as if its output had been read in full. Written on, the next write fails with EPIPE
+    and the command ends as for any closed pipe; a write a signal cuts short goes on where it stopped."""
 
-    def __init__(self, file: io.RawIOBase) -> None:
+    def __init__(self, file: io.FileIO) -> None:
         super().__init__()
         self._file = file
+
+    @property
+    def name(self) -> Any:
+        """The file's name (``<stderr>``), which the text stream reports as its own."""
+        return self._file.name
 
     def writable(self) -> bool:
         return True
@@ -199,23 +204,23 @@ class _WholeWrites(io.RawIOBase):
             return done
 
 
-def _stdout_written_whole() -> None:
-    """Give an unbuffered stdout (see :class:`_WholeWrites`) a file that takes each write in full; a
-    buffered one already does."""
-    stdout = sys.stdout
-    if isinstance(stdout, io.TextIOWrapper) and isinstance(stdout.buffer, io.RawIOBase):
-        sys.stdout = io.TextIOWrapper(
-            _WholeWrites(stdout.buffer),
-            encoding=stdout.encoding,
-            errors=stdout.errors,
-            line_buffering=stdout.line_buffering,
+def _written_whole(stream: TextIO) -> TextIO:
+    """``stream`` (stdout or stderr) on a file that takes each write in full when it writes unbuffered
+    (see :class:`_WholeWrites`); a buffered one already does, and is returned as it is."""
+    if isinstance(stream, io.TextIOWrapper) and isinstance(stream.buffer, io.FileIO):
+        return io.TextIOWrapper(
+            _WholeWrites(stream.buffer),
+            encoding=stream.encoding,
+            errors=stream.errors,
+            line_buffering=stream.line_buffering,
             write_through=True,
         )
+    return stream
 
 
 def run() -> None:
     """Run the CLI; library errors become one line on stderr and exit status 2."""
-    _stdout_written_whole()
+    sys.stdout, sys.stderr = _written_whole(sys.stdout), _written_whole(sys.stderr)
     try:
         app()
     except ChunkwiseError as exc:
