@@ -5,6 +5,8 @@ makes them, so that later writes cascade and searches, exact and through HNSW, f
 
 from __future__ import annotations
 
+import threading
+import time
 from typing import Any
 from urllib.parse import quote
 
@@ -238,3 +240,60 @@ def test_an_interrupt_after_the_swap_before_the_commit_leaves_the_store_as_it_wa
         assert (catalog(pg_server, pg_url), stored_vectors(pg_server, pg_url)) == before
         assert store.check() == []
         assert store.dense(query, 3) == found
+
+
+def test_a_reader_holding_the_chunks_when_the_swap_begins_reads_the_vectors_and_neither_fails(
+    pg_url: str, pg_server: PgServer
+) -> None:
+    """A reader's statement that has locked the chunks and goes on to the vectors (as
+    :meth:`~chunkwise.store.postgres.PostgresStore.chunks` does), met by the swap: dropping the old
+    tables needs the chunks exclusively too (their foreign keys' triggers live there), and it once took
+    them last, holding the vector tables while it waited, so the two deadlocked and PostgreSQL aborted
+    one, most likely the re-embedding, with all its work. Stretched here into a transaction that holds
+    the chunks while the swap waits for them: the reader reads the old vectors and commits, then the
+    re-embedding commits."""
+    schema = parse(pg_url).schema
+    with open_store(pg_url) as store:
+        put_old(store)
+        outcome: dict[str, Any] = {}
+
+        def reembed() -> None:
+            try:
+                reembed_to_test(store)
+                outcome["reembedding"] = "committed"
+            except Exception as exc:  # what reaches the caller, whatever its type
+                outcome["reembedding"] = exc
+
+        with pg_server.admin() as reader, pg_server.admin() as watcher:
+            reader.execute("SET lock_timeout = '10s'")
+            reader.execute("BEGIN")
+            chunks = reader.execute(f'SELECT count(*) FROM "{schema}".chunks').fetchone()[0]
+            thread = threading.Thread(target=reembed)
+            thread.start()
+            for _ in range(300):  # until the swap waits for the chunks
+                waiting = watcher.execute(
+                    "SELECT count(*) FROM pg_locks l JOIN pg_class c ON c.oid = l.relation"
+                    " JOIN pg_namespace n ON n.oid = c.relnamespace"
+                    " WHERE NOT l.granted AND n.nspname = %s AND c.relname = 'chunks'",
+                    (schema,),
+                ).fetchone()[0]
+                if waiting or not thread.is_alive():
+                    break
+                time.sleep(0.1)
+            assert waiting == 1
+            try:
+                vectors = reader.execute(f'SELECT count(*) FROM "{schema}".vectors').fetchone()[0]
+                windows = reader.execute(f'SELECT count(*) FROM "{schema}".windows').fetchone()[0]
+                reader.execute("COMMIT")
+                outcome["reader"] = (vectors, windows)
+            except Exception as exc:  # a deadlock or the lock timeout
+                outcome["reader"] = exc
+                reader.execute("ROLLBACK")
+            thread.join(60)
+        sizes = [len(fixed_chunks(doc, size)) for doc, _, size in DOCS]
+        assert outcome == {
+            "reader": (chunks, sum(len(window_owners(n)) for n in sizes)),
+            "reembedding": "committed",
+        }
+        assert store.meta("dim") == "8"
+        assert store.check() == []

@@ -662,9 +662,14 @@ class PostgresStore:
         the tables of :data:`_NEXT_TABLES` their names, with every index, constraint and sequence
         derived from them: the store's tables are then named, indexed and constrained as an ingest makes
         them (:data:`_VECTORS`), and :meth:`repair`'s ``REINDEX`` finds its indexes. The drop takes the
-        locks that make readers wait, until the commit."""
+        locks that make readers wait, until the commit: the vector tables' and the chunks' (their foreign
+        keys' triggers live there), in the order a reader's statement takes them (chunks, vectors,
+        windows). The drop alone takes the chunks last, holding the vector tables: a reader holding the
+        chunks and waiting for the vectors would deadlock with it, and PostgreSQL would abort one of
+        them, most often the re-embedding, with all its work."""
         s = self._s
-        conn.execute(f"DROP TABLE IF EXISTS {s}.{_STORE_TABLES['windows']}, {s}.{_STORE_TABLES['vectors']}")
+        conn.execute(f"LOCK TABLE {s}.chunks IN ACCESS EXCLUSIVE MODE")
+        conn.execute(f"DROP TABLE IF EXISTS {s}.{_STORE_TABLES['vectors']}, {s}.{_STORE_TABLES['windows']}")
         for key, final in _STORE_TABLES.items():
             built = _NEXT_TABLES[key]
             conn.execute(f"ALTER TABLE {s}.{built} RENAME TO {final}")
