@@ -7,7 +7,9 @@ this one's, although a new database numbers its generations and chunk keys from 
 generation it was built for, a digest of the chunk keys it covers and a digest of each of its files (so
 a truncated or overwritten file is rebuilt instead of being loaded: a graph library reading a damaged
 file can crash the process). :func:`stamp_state` says whether a saved sidecar can be used and, when it
-claims to be current but is not, why, which ``check()`` reports.
+claims to be current but is not, why, which ``check()`` reports. A stamp may also carry counts its
+sidecar's own code reads back (:attr:`Stamp.counts`): the HNSW graph's tell whether a graph of an
+earlier generation can be brought up to date instead of built again (:mod:`.dense`).
 
 Several processes may build the same sidecar at once (server workers sharing a store). :func:`publish`
 lets each build under a name of its own, digests what it built before moving it into place and writes
@@ -25,7 +27,7 @@ import os
 import shutil
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -75,12 +77,21 @@ def scratch_path(saved: Path) -> Path:
 
 
 def publish(
-    built: Path, saved: Path, stamp: Path, generation: int, keys: Keys, *, variant: str = "", store: str = ""
+    built: Path,
+    saved: Path,
+    stamp: Path,
+    generation: int,
+    keys: Keys,
+    *,
+    variant: str = "",
+    store: str = "",
+    counts: Mapping[str, int] | None = None,
 ) -> None:
     """Move the sidecar built at ``built`` (a :func:`scratch_path`) to ``saved`` and stamp it as covering
     ``keys`` of ``generation`` of database ``store``, built as ``variant`` says (when an index can be
-    built from the same rows in more than one way). The digests are taken of what was built, before the
-    move, and the stamp is written last, whole (see the module docstring)."""
+    built from the same rows in more than one way), with the ``counts`` its own code reads back
+    (:attr:`Stamp.counts`). The digests are taken of what was built, before the move, and the stamp is
+    written last, whole (see the module docstring)."""
     files = file_digests(built, saved.name)
     body: dict[str, object] = {
         "generation": generation,
@@ -92,6 +103,8 @@ def publish(
         body["variant"] = variant
     if store:
         body["store"] = store
+    if counts:
+        body["counts"] = dict(counts)
     try:
         if built.is_dir():  # a folder cannot be replaced while it holds files: the old one goes first
             shutil.rmtree(saved, ignore_errors=True)
@@ -105,6 +118,36 @@ def publish(
     written = scratch_path(stamp)
     written.write_text(json.dumps(body, sort_keys=True), encoding="utf-8")
     os.replace(written, stamp)
+
+
+@dataclass(frozen=True, slots=True)
+class Stamp:
+    """What a stamp records (:func:`publish`): the ``generation`` of database ``store`` the sidecar was
+    built for, the digest of the chunk ``keys`` it covers, the digest of each of its ``files``, the
+    ``variant`` it was built as, and ``counts``: numbers the sidecar's own code records and reads back
+    (the HNSW graph's, :mod:`.dense`)."""
+
+    generation: int
+    keys: str
+    files: dict[str, str]
+    variant: str = ""
+    store: str = ""
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def read_stamp(stamp: Path) -> Stamp:
+    """The stamp at ``stamp``. :class:`OSError` when it cannot be read (:class:`FileNotFoundError`
+    when there is none); :class:`ValueError`, :class:`KeyError` or :class:`TypeError` when it is not a
+    stamp."""
+    body = json.loads(stamp.read_text(encoding="utf-8"))
+    return Stamp(
+        generation=int(body["generation"]),
+        keys=str(body["keys"]),
+        files={str(name): str(digest) for name, digest in dict(body["files"]).items()},
+        variant=str(body.get("variant", "")),
+        store=str(body.get("store", "")),
+        counts={str(name): int(count) for name, count in dict(body.get("counts", {})).items()},
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,29 +174,24 @@ def stamp_state(
     database ``store``, built as ``variant``? ``found``: the digests of the sidecar's files as the caller
     read them (:func:`file_digests`), which it then loads; by default they are read from ``saved``."""
     try:
-        body = json.loads(stamp.read_text(encoding="utf-8"))
-        claimed = int(body["generation"])
-        recorded: dict[str, str] = dict(body["files"])
-        covered = str(body["keys"])
-        built = str(body.get("variant", ""))
-        owner = str(body.get("store", ""))
+        recorded = read_stamp(stamp)
     except FileNotFoundError:
         return StampState(False)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return StampState(False, f"{stamp.name} is unreadable ({type(exc).__name__})")
-    if claimed != generation or owner != store:
+    if recorded.generation != generation or recorded.store != store:
         return StampState(False)  # stale, or another database's: rebuilt on use
-    if covered != keys_digest(keys):
+    if recorded.keys != keys_digest(keys):
         return StampState(False, f"{saved.name} was built for other chunks than the store holds")
     if found is None:
         try:
             found = file_digests(saved, saved.name)
         except OSError as exc:
             return StampState(False, f"{saved.name} cannot be read: {exc.strerror}")
-    if found != recorded:
-        changed = _differences(recorded, found)
+    if found != recorded.files:
+        changed = _differences(recorded.files, found)
         return StampState(False, f"{saved.name} does not match its stamp ({', '.join(changed)})")
-    if built != variant:
+    if recorded.variant != variant:
         return StampState(False)  # intact, but built another way than wanted: rebuilt on use
     return StampState(True)
 

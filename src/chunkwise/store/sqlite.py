@@ -779,6 +779,7 @@ class SQLiteStore:
                 windows=(owners, window_matrix),
                 read_windows=self._window_reader(generation) if stored_windows else None,
                 store=self.store_id(),
+                removals=int(removals) if removals is not None else None,
             )
             self._dense_removals = removals
         return self._dense
@@ -861,10 +862,11 @@ class SQLiteStore:
         size (another embedder).
 
         An index that reads its passage windows from the database searches without the store's lock (a
-        first search after a write builds the graph, which takes minutes at 100k chunks, and the other
-        threads of the store go on meanwhile); when a write lands before its windows are read, the search
-        starts again on the new generation, and its last try holds the lock and one read transaction
-        throughout (:meth:`_current_index`), so writes that keep landing cannot fail it."""
+        first search after a write brings the graph up to date, or builds it whole, which takes minutes
+        at 100k chunks, and the other threads of the store go on meanwhile); when a write lands before
+        its windows are read, the search starts again on the new generation, and its last try holds the
+        lock and one read transaction throughout (:meth:`_current_index`), so writes that keep landing
+        cannot fail it."""
         for _ in range(SEARCH_TRIES - 1):
             try:
                 return self._dense_search(self.dense_index(), vector, k)

@@ -1,0 +1,223 @@
+"""The HNSW graph of a SQLite store follows its writes: after documents are added or removed, the next
+search brings the saved graph up to date (its stamp counts the chunks changed since it was last built
+whole) instead of building it again, and builds it whole when it cannot prove the graph's vectors are
+still the store's (a re-embedding, keys given again), when the saved graph is damaged, or when too much
+changed."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chunkwise.store import StoreSettings
+from chunkwise.store.dense import CHANGED, GRAPH, STAMP, UPDATE_SHARE
+from chunkwise.store.protocol import Reembedded
+from chunkwise.store.sqlite import SQLiteStore
+from tests.support.documents import doc_from_markdown_lines
+from tests.support.store import put, requires_usearch, unit_vectors
+
+pytestmark = requires_usearch
+
+#: Chunks per document, documents in the store at first, and the threshold that searches it through
+#: its graph (with its windows read from the database).
+CHUNKS, DOCUMENTS, THRESHOLD = 100, 20, 500
+
+
+def doc(i: int):
+    """Document ``i``: :data:`CHUNKS` chunks of 20 characters when stored by :func:`add`."""
+    return doc_from_markdown_lines(f"doc{i}.md", f"Document {i:04d} line. " * CHUNKS)
+
+
+def add(store: SQLiteStore, i: int, *, windowed: bool = False) -> None:
+    """Store document ``i`` with vectors of its own (seed ``i``)."""
+    put(store, doc(i), size=20, seed=i, windowed=windowed)
+
+
+def number(doc_id: str) -> int:
+    """The ``i`` of :func:`doc`'s document ``i``, from its id."""
+    return int(doc_id.removeprefix("doc").removesuffix(".md"))
+
+
+def filled(directory: Path, *, windowed: bool = False) -> SQLiteStore:
+    """A store of :data:`DOCUMENTS` documents, searched once, so that its graph is built and saved."""
+    store = SQLiteStore(directory, StoreSettings(hnsw_threshold=THRESHOLD))
+    for i in range(DOCUMENTS):
+        add(store, i, windowed=windowed)
+    search(store)
+    assert changed(directory) == 0
+    return store
+
+
+def search(store: SQLiteStore, k: int = 10, seed: int = 999) -> list[int]:
+    """The keys a dense search through the graph returns for a random query."""
+    assert store.dense_method() == "hnsw"
+    return [key for key, _ in store.dense(unit_vectors(1, seed=seed)[0], k)]
+
+
+def changed(directory: Path) -> int:
+    """The chunks removed or added since the saved graph was last built whole, as its stamp says."""
+    return int(json.loads((directory / STAMP).read_text(encoding="utf-8"))["counts"][CHANGED])
+
+
+def assert_follows_the_store(store: SQLiteStore) -> None:
+    """The graph holds exactly the store's chunks, each under the vector it is built from (a chunk with
+    passage windows: their mean), its stamp is of the store's generation, and, without windows, searches
+    through it find the exact top 10 (recall@10 of 0.95 or more over 30 queries; the random windows of
+    these chunks lie nowhere near their chunk's vector, which no graph of the chunks' vectors finds well)."""
+    index = store.dense_index()
+    graph = index.graph()
+    assert sorted(np.asarray(graph.keys).tolist()) == index.keys.tolist()
+    np.testing.assert_allclose(graph.get(index.keys), index.graph_vectors(), atol=1e-6)
+    stamp = json.loads((store.directory / STAMP).read_text(encoding="utf-8"))
+    assert stamp["generation"] == store.generation()
+    if index.has_windows:
+        return
+    queries = unit_vectors(30, seed=12345)
+    recall = np.mean(
+        [len(set(search_vector(store, q)) & {k for k, _ in index.exact(q, 10)}) / 10 for q in queries]
+    )
+    assert recall >= 0.95
+
+
+def search_vector(store: SQLiteStore, query: np.ndarray) -> list[int]:
+    return [key for key, _ in store.dense(query, 10)]
+
+
+@pytest.mark.parametrize("windowed", [False, True], ids=["vectors", "pooled windows"])
+def test_adding_or_removing_a_document_updates_the_saved_graph(tmp_path, windowed):
+    """One document added, then one removed: each time the next search updates the saved graph (its
+    stamp counts the chunks changed) instead of building it again; it holds the store's chunks and finds
+    the exact top 10; the removed chunks never come back, not even for their own vectors; and another
+    store object (another process) loads the updated graph as it is."""
+    with filled(tmp_path, windowed=windowed) as store:
+        add(store, DOCUMENTS, windowed=windowed)
+        search(store)
+        assert changed(tmp_path) == CHUNKS
+        assert_follows_the_store(store)
+        before = set(store.dense_index().keys.tolist())
+        removed_vectors = unit_vectors(CHUNKS, seed=3)  # document 3's, as add stored them
+        store.delete("doc3.md")
+        removed = before - set(store.dense_index().keys.tolist())
+        assert len(removed) == CHUNKS
+        search(store)
+        assert changed(tmp_path) == 2 * CHUNKS
+        assert_follows_the_store(store)
+        for vector in removed_vectors[:20]:
+            assert not set(search_vector(store, vector)) & removed
+        saved = (tmp_path / GRAPH).read_bytes(), (tmp_path / STAMP).read_bytes()
+        expected = search(store)
+    with SQLiteStore(tmp_path, StoreSettings(hnsw_threshold=THRESHOLD)) as reader:
+        assert search(reader) == expected
+    assert ((tmp_path / GRAPH).read_bytes(), (tmp_path / STAMP).read_bytes()) == saved
+
+
+def test_a_reembedding_rebuilds_the_graph_whole(tmp_path):
+    """A re-embedding keeps every chunk's key and replaces its vector, so the saved graph's keys are the
+    store's: it is built whole all the same, and a chunk's new vector finds that chunk first."""
+    with filled(tmp_path) as store:
+        add(store, DOCUMENTS)
+        search(store)
+        assert changed(tmp_path) == CHUNKS
+        with store.reembedding(("other", 8, "")) as session:
+            for stored in session.documents():
+                vectors = unit_vectors(len(stored.chunks), seed=500 + number(stored.doc.id))
+                session.write(stored.doc.id, Reembedded(vectors, None, "f2"))
+        search(store)
+        assert changed(tmp_path) == 0
+        assert_follows_the_store(store)
+        index = store.dense_index()
+        for row in range(0, len(index), 97):
+            assert store.dense(index.matrix[row], 1)[0][0] == index.keys[row]
+
+
+def test_a_reembedding_of_another_dimension_rebuilds_the_graph_whole(tmp_path):
+    with filled(tmp_path) as store:
+        with store.reembedding(("wider", 16, "")) as session:
+            for stored in session.documents():
+                vectors = unit_vectors(len(stored.chunks), 16, seed=number(stored.doc.id))
+                session.write(stored.doc.id, Reembedded(vectors, None, "f2"))
+        index = store.dense_index()
+        assert store.dense(index.matrix[5], 1)[0][0] == index.keys[5]
+        assert changed(tmp_path) == 0
+        assert index.graph().ndim == 16
+
+
+def test_keys_given_again_rebuild_the_graph_whole(tmp_path):
+    """The last document replaced by another of as many chunks: SQLite gives the new chunks the removed
+    ones' keys, so the graph's keys are the store's again, under new vectors; it is built whole."""
+    with filled(tmp_path) as store:
+        keys = store.dense_index().keys.tolist()
+        store.delete(f"doc{DOCUMENTS - 1}.md")
+        add(store, 77)
+        index = store.dense_index()
+        assert index.keys.tolist() == keys
+        search(store)
+        assert changed(tmp_path) == 0
+        assert_follows_the_store(store)
+        for row in range(len(index) - CHUNKS, len(index), 9):
+            assert store.dense(index.matrix[row], 1)[0][0] == index.keys[row]
+
+
+def test_a_damaged_saved_graph_is_rebuilt_whole(tmp_path):
+    with filled(tmp_path) as store:
+        graph = tmp_path / GRAPH
+        damaged = bytearray(graph.read_bytes())
+        damaged[len(damaged) // 2] ^= 0xFF
+        graph.write_bytes(bytes(damaged))
+        add(store, DOCUMENTS)
+        search(store)
+        assert changed(tmp_path) == 0
+        assert_follows_the_store(store)
+
+
+def test_changes_beyond_the_update_share_rebuild_the_graph_whole(tmp_path):
+    """Updates accumulate in the stamp; the write that takes them past :data:`UPDATE_SHARE` of the
+    store's chunks has the graph built whole, and the count starts again."""
+    with filled(tmp_path) as store:
+        added = 0
+        while (added + CHUNKS) <= UPDATE_SHARE * (DOCUMENTS * CHUNKS + added + CHUNKS):
+            add(store, DOCUMENTS + added // CHUNKS)
+            added += CHUNKS
+            search(store)
+            assert changed(tmp_path) == added
+        assert added
+        add(store, DOCUMENTS + added // CHUNKS)
+        search(store)
+        assert changed(tmp_path) == 0
+        assert_follows_the_store(store)
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    st.lists(
+        st.tuples(st.lists(st.integers(0, 29), max_size=3), st.lists(st.integers(0, 29), max_size=3)),
+        min_size=1,
+        max_size=6,
+    ),
+    st.booleans(),
+)
+def test_any_writes_leave_the_graph_holding_the_live_chunks(tmp_path_factory, batches, windowed):
+    """Any sequence of batches (documents added, documents removed), each followed by a search: every key
+    the search returns is a stored chunk's, and the graph holds exactly the store's chunks."""
+    directory = tmp_path_factory.mktemp("kb")
+    small = 20  # chunks per document here: 600 chunks at most, over a threshold of 100
+    with SQLiteStore(directory, StoreSettings(hnsw_threshold=100)) as store:
+        for i in range(8):
+            put(store, doc(i), size=20 * CHUNKS // small, seed=i, windowed=windowed)
+        for adds, removes in batches:
+            for i in adds:
+                put(store, doc(i), size=20 * CHUNKS // small, seed=i, windowed=windowed)
+            for i in removes:
+                store.delete(doc(i).id)
+            index = store.dense_index()
+            if len(index) < 100:
+                continue
+            live = set(index.keys.tolist())
+            for seed in range(3):
+                assert set(search(store, k=20, seed=seed)) <= live
+            assert set(np.asarray(index.graph().keys).tolist()) == live
