@@ -1,0 +1,156 @@
+"""The first dense search after a write to a large SQLite store: the HNSW graph built whole against the
+saved graph brought up to date (``chunkwise.store.dense``).
+
+A SQLite store of ``--chunks`` synthetic chunks (100 a document, clustered 384-d unit vectors as in
+``bench/pipeline_latency.py``, no passage windows) is searched once, which builds and saves its graph.
+Then, each time timing the first search after the write (the vectors read again and the graph made
+current, as a user's next query pays it):
+
+- one document added: the saved graph brought up to date;
+- one document removed: the same;
+- one more document added with the saved graph deleted first: built whole, as every write had it before
+  the graph followed the store.
+
+After each, recall@10 of ``--queries`` searches through the graph against the exact search. Prints a
+Markdown table and writes ``bench/results/hnsw_update.json``.
+
+    .venv/bin/python bench/hnsw_update.py                  # 100k chunks: a few minutes
+    .venv/bin/python bench/hnsw_update.py --chunks 20000   # quicker
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from chunkwise.chunking.chunk import make_chunk
+from chunkwise.document import Document
+from chunkwise.store import StoreSettings
+from chunkwise.store.dense import GRAPH, STAMP
+from chunkwise.store.sqlite import SQLiteStore
+from pipeline_latency import DIM, clustered_vectors
+
+RESULTS = Path(__file__).resolve().parent / "results" / "hnsw_update.json"
+PER_DOC = 100
+
+
+def put_document(store: SQLiteStore, number: int, rng: np.random.Generator) -> None:
+    """Store synthetic document ``number``: :data:`PER_DOC` chunks of a short text, clustered vectors."""
+    pieces = [f"document {number} chunk {i}" for i in range(PER_DOC)]
+    doc = Document(f"synthetic-{number}", "\n\n".join(pieces))
+    chunks, at = [], 0
+    for piece in pieces:
+        chunks.append(make_chunk(doc, at, at + len(piece)))
+        at += len(piece) + 2
+    store.put(doc, chunks, [""] * PER_DOC, clustered_vectors(PER_DOC, rng), fingerprint="synthetic")
+
+
+def first_search(store: SQLiteStore, query: np.ndarray) -> float:
+    """Seconds of the first dense search (top 10) after a write."""
+    began = time.perf_counter()
+    store.dense(query, 10)
+    return time.perf_counter() - began
+
+
+def recall_at_10(store: SQLiteStore, queries: np.ndarray) -> float:
+    """The share of the exact top 10 that searches through the graph find, averaged over ``queries``."""
+    index = store.dense_index()
+    found = [
+        len({k for k, _ in store.dense(q, 10)} & {k for k, _ in index.exact(q, 10)}) / 10 for q in queries
+    ]
+    return float(np.mean(found))
+
+
+def stamp_counts(directory: Path) -> dict[str, int]:
+    """The counts the graph's stamp records (``changed``: chunks changed since it was built whole)."""
+    counts: dict[str, int] = json.loads((directory / STAMP).read_text(encoding="utf-8"))["counts"]
+    return counts
+
+
+def run(directory: Path, chunks: int, queries: int) -> dict[str, Any]:
+    """Fill a store of ``chunks`` chunks, build its graph, then time the first search after each write."""
+    rng = np.random.default_rng(chunks)
+    store = SQLiteStore(directory, StoreSettings(hnsw_threshold=min(50_000, chunks), bm25s_threshold=None))
+    store.check_embedder("synthetic", DIM)
+    began = time.perf_counter()
+    documents = chunks // PER_DOC
+    for number in range(documents):
+        put_document(store, number, rng)
+    row: dict[str, Any] = {"chunks": chunks, "write_s": time.perf_counter() - began}
+    probes = clustered_vectors(queries, rng)
+    row["initial_build_s"] = first_search(store, probes[0])
+    steps: list[dict[str, Any]] = []
+
+    def step(name: str) -> None:
+        seconds = first_search(store, probes[0])
+        steps.append(
+            {
+                "write": name,
+                "first_search_s": seconds,
+                "changed_since_build": stamp_counts(directory)["changed"],
+                "recall@10": recall_at_10(store, probes),
+            }
+        )
+        print(f"{name}: {seconds:.2f} s", file=sys.stderr, flush=True)
+
+    put_document(store, documents, rng)
+    step("one document added (graph brought up to date)")
+    store.delete("synthetic-0")
+    step("one document removed (graph brought up to date)")
+    put_document(store, documents + 1, rng)
+    (directory / GRAPH).unlink()
+    step("one document added, saved graph deleted (built whole, as before)")
+    store.close()
+    row["steps"] = steps
+    return row
+
+
+def markdown(row: dict[str, Any]) -> str:
+    """The result as a Markdown table."""
+    lines = [
+        f"{row['chunks']:,} chunks (graph built first in {row['initial_build_s']:.1f} s):",
+        "",
+        "| write | first search s | chunks changed since built whole | recall@10 |",
+        "|---|---:|---:|---:|",
+    ]
+    for step in row["steps"]:
+        lines.append(
+            f"| {step['write']} | {step['first_search_s']:.2f} | {step['changed_since_build']} "
+            f"| {step['recall@10']:.3f} |"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=100_000)
+    parser.add_argument("--queries", type=int, default=100, help="queries for recall@10")
+    parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="chunkwise-bench-") as tmp:
+        row = run(Path(tmp), args.chunks, args.queries)
+    result = {
+        "machine": {
+            "platform": platform.platform(),
+            "cpus": os.cpu_count(),
+            "python": sys.version.split()[0],
+        },
+        "load_average": os.getloadavg(),
+        **row,
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    print(markdown(row))
+
+
+if __name__ == "__main__":
+    main()
