@@ -195,7 +195,7 @@ def test_changes_beyond_the_update_share_rebuild_the_graph_whole(tmp_path):
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     st.lists(
-        st.tuples(st.lists(st.integers(0, 29), max_size=3), st.lists(st.integers(0, 29), max_size=3)),
+        st.tuples(st.lists(st.integers(0, 39), max_size=2), st.lists(st.integers(0, 39), max_size=2)),
         min_size=1,
         max_size=6,
     ),
@@ -203,20 +203,20 @@ def test_changes_beyond_the_update_share_rebuild_the_graph_whole(tmp_path):
 )
 def test_any_writes_leave_the_graph_holding_the_live_chunks(tmp_path_factory, batches, windowed):
     """Any sequence of batches (documents added, documents removed), each followed by a search: every key
-    the search returns is a stored chunk's, and the graph holds exactly the store's chunks."""
+    the search returns is a stored chunk's, and the graph holds exactly the store's chunks (30 documents
+    of 20 chunks at first, so that a batch of one or two documents is an update, and a few add up to a
+    build)."""
     directory = tmp_path_factory.mktemp("kb")
-    small = 20  # chunks per document here: 600 chunks at most, over a threshold of 100
+    size = 20 * CHUNKS // 20  # 20 chunks a document
     with SQLiteStore(directory, StoreSettings(hnsw_threshold=100)) as store:
-        for i in range(8):
-            put(store, doc(i), size=20 * CHUNKS // small, seed=i, windowed=windowed)
+        for i in range(30):
+            put(store, doc(i), size=size, seed=i, windowed=windowed)
         for adds, removes in batches:
             for i in adds:
-                put(store, doc(i), size=20 * CHUNKS // small, seed=i, windowed=windowed)
+                put(store, doc(i), size=size, seed=i, windowed=windowed)
             for i in removes:
                 store.delete(doc(i).id)
             index = store.dense_index()
-            if len(index) < 100:
-                continue
             live = set(index.keys.tolist())
             for seed in range(3):
                 assert set(search(store, k=20, seed=seed)) <= live
