@@ -11,8 +11,14 @@ current, as a user's next query pays it):
 - one more document added with the saved graph deleted first: built whole, as every write had it before
   the graph followed the store.
 
-After each, recall@10 of ``--queries`` searches through the graph against the exact search. Prints a
-Markdown table and writes ``bench/results/hnsw_update.json``.
+After each, recall@10 of ``--queries`` searches through the graph against the exact search.
+
+Part ``churn``, behind ``UPDATE_SHARE`` (how much may change before the graph is built whole): a usearch
+graph of ``--churn-nodes`` vectors built as the store builds it, then 5% of its nodes replaced (removed,
+and as many new ones added) at a time, saved and loaded between steps as a store's graph is; recall@10
+against exact search after 10%, 25% and 50% replaced, and of a graph built whole from the final vectors.
+On clustered 384-d vectors (as embeddings lie) and on near-uniform 128-d ones (a graph with little
+recall to spare). Prints Markdown tables and writes ``bench/results/hnsw_update.json``.
 
     .venv/bin/python bench/hnsw_update.py                  # 100k chunks: a few minutes
     .venv/bin/python bench/hnsw_update.py --chunks 20000   # quicker
@@ -35,7 +41,7 @@ import numpy as np
 from chunkwise.chunking.chunk import make_chunk
 from chunkwise.document import Document
 from chunkwise.store import StoreSettings
-from chunkwise.store.dense import GRAPH, STAMP
+from chunkwise.store.dense import EXPANSION_SEARCH, GRAPH, SERIAL_START, STAMP
 from chunkwise.store.sqlite import SQLiteStore
 from pipeline_latency import DIM, clustered_vectors
 
@@ -114,6 +120,65 @@ def run(directory: Path, chunks: int, queries: int) -> dict[str, Any]:
     return row
 
 
+def churn(nodes: int, dim: int, noise: float, queries: int) -> dict[str, Any]:
+    """Recall@10 of a graph of ``nodes`` vectors (``dim`` dimensions around 1,000 centres, ``noise``
+    times a normal draw off them) as 5% of its nodes are replaced at a time, against a graph built whole."""
+    from usearch.index import Index
+
+    rng = np.random.default_rng(dim)
+    centres = rng.normal(size=(1000, dim))
+
+    def draw(n: int) -> np.ndarray:
+        vectors = (centres[rng.integers(0, 1000, n)] + noise * rng.normal(size=(n, dim))).astype(np.float32)
+        return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+    def built(keys: np.ndarray, vectors: np.ndarray) -> Any:
+        graph = Index(ndim=dim, metric="cos", dtype="f32", expansion_search=EXPANSION_SEARCH)
+        graph.add(keys[:SERIAL_START], vectors[:SERIAL_START], threads=1)
+        graph.add(keys[SERIAL_START:], vectors[SERIAL_START:])
+        return graph
+
+    probes = draw(queries)
+
+    def recall(graph: Any, live: dict[int, np.ndarray]) -> float:
+        keys = np.array(sorted(live))
+        scores = probes @ np.stack([live[int(k)] for k in keys]).T
+        found = [
+            len(
+                set(keys[np.argpartition(-row, 10)[:10]].tolist())
+                & set(np.asarray(graph.search(q, 10).keys).tolist())
+            )
+            / 10
+            for q, row in zip(probes, scores, strict=True)
+        ]
+        return float(np.mean(found))
+
+    vectors = draw(nodes)
+    live = {key: vectors[key - 1] for key in range(1, nodes + 1)}
+    graph = built(np.arange(1, nodes + 1), vectors)
+    row: dict[str, Any] = {"nodes": nodes, "dim": dim, "noise": noise, "built whole": recall(graph, live)}
+    step, next_key = nodes // 20, nodes + 1
+    with tempfile.TemporaryDirectory(prefix="chunkwise-bench-") as tmp:
+        for replaced in range(1, 11):
+            gone = rng.choice(np.array(sorted(live)), step, replace=False)
+            for key in gone.tolist():
+                del live[key]
+            added, new = np.arange(next_key, next_key + step), draw(step)
+            next_key += step
+            live.update(zip(added.tolist(), new, strict=True))
+            graph.remove(gone)
+            graph.add(added, new)
+            graph.save(f"{tmp}/graph")
+            graph = Index(ndim=dim, metric="cos", dtype="f32", expansion_search=EXPANSION_SEARCH)
+            graph.load(f"{tmp}/graph")
+            if replaced in (2, 5, 10):
+                row[f"{replaced * 5}% replaced"] = recall(graph, live)
+    keys = np.array(sorted(live))
+    row["final vectors built whole"] = recall(built(keys, np.stack([live[int(k)] for k in keys])), live)
+    print(f"churn at {dim} dimensions: {row}", file=sys.stderr, flush=True)
+    return row
+
+
 def markdown(row: dict[str, Any]) -> str:
     """The result as a Markdown table."""
     lines = [
@@ -127,6 +192,17 @@ def markdown(row: dict[str, Any]) -> str:
             f"| {step['write']} | {step['first_search_s']:.2f} | {step['changed_since_build']} "
             f"| {step['recall@10']:.3f} |"
         )
+    columns = [key for key in row["churn"][0] if key not in ("nodes", "dim", "noise")]
+    lines += [
+        "",
+        f"Recall@10 of a graph of {row['churn'][0]['nodes']:,} nodes as 5% of them are replaced at a time:",
+        "",
+        "| vectors | " + " | ".join(columns) + " |",
+        "|---|" + "---:|" * len(columns),
+    ]
+    for part in row["churn"]:
+        cells = " | ".join(f"{part[key]:.3f}" for key in columns)
+        lines.append(f"| {part['dim']}-d, noise {part['noise']} | {cells} |")
     return "\n".join(lines)
 
 
@@ -134,10 +210,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunks", type=int, default=100_000)
     parser.add_argument("--queries", type=int, default=100, help="queries for recall@10")
+    parser.add_argument("--churn-nodes", type=int, default=10_000, help="graph size of part churn")
     parser.add_argument("--out", type=Path, default=RESULTS, help="where to write the JSON")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="chunkwise-bench-") as tmp:
         row = run(Path(tmp), args.chunks, args.queries)
+    row["churn"] = [
+        churn(args.churn_nodes, DIM, 0.5, args.queries),
+        churn(args.churn_nodes, 128, 3.0, args.queries),
+    ]
     result = {
         "machine": {
             "platform": platform.platform(),

@@ -85,6 +85,7 @@ def assert_follows_the_store(store: SQLiteStore) -> None:
 
 
 def search_vector(store: SQLiteStore, query: np.ndarray) -> list[int]:
+    """The keys of the top 10 of a dense search for ``query``."""
     return [key for key, _ in store.dense(query, 10)]
 
 
@@ -207,7 +208,7 @@ def test_any_writes_leave_the_graph_holding_the_live_chunks(tmp_path_factory, ba
     of 20 chunks at first, so that a batch of one or two documents is an update, and a few add up to a
     build)."""
     directory = tmp_path_factory.mktemp("kb")
-    size = 20 * CHUNKS // 20  # 20 chunks a document
+    size = 100  # characters a chunk: 20 chunks a document
     with SQLiteStore(directory, StoreSettings(hnsw_threshold=100)) as store:
         for i in range(30):
             put(store, doc(i), size=size, seed=i, windowed=windowed)

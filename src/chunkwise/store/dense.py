@@ -66,10 +66,11 @@ EXPANSION_SEARCH = 128
 #: last built whole for it to be brought up to date instead of built again. usearch removes a node by
 #: marking it (it is still walked through, and saved and loaded as removed), so removals accumulate
 #: over updates and cost recall where the graph has little to spare: on near-uniform 128-d vectors
-#: (recall@10 0.818 built whole, 10k nodes) 10% of the nodes replaced in 5% steps gave 0.814, 25% gave
-#: 0.786 and 50% 0.744; on clustered 384-d ones, as embeddings lie, 1.000 up to 25% and 0.998 at 50%.
-#: A tenth keeps the loss within about a point, and still lets a 100k-chunk store take 10,000 chunks of
-#: writes (``bench/hnsw_update.py``) before its next build.
+#: (10k nodes, recall@10 0.809 built whole) 10% of the nodes replaced in 5% steps gave 0.796, 25% gave
+#: 0.771 and 50% 0.730 (0.832 for the final vectors built whole); on clustered 384-d ones, as
+#: embeddings lie, 0.994-0.997 throughout (``bench/hnsw_update.py``, part ``churn``). A tenth keeps the
+#: loss within about a point, and lets a 100k-chunk store take 10,000 chunks of writes before its next
+#: build.
 UPDATE_SHARE = 0.1
 #: The stamp's counts (:attr:`.sidecar.Stamp.counts`): the store's count of removed vectors at the
 #: graph's generation, and the chunks removed or added since the graph was last built whole.
