@@ -33,6 +33,7 @@ if TYPE_CHECKING:
         QueryError,
         StoreError,
     )
+    from chunkwise.ingest.copy import CopyReport
     from chunkwise.ingest.reembed import ReembedReport
     from chunkwise.ingest.report import IngestReport
     from chunkwise.kb import KnowledgeBase
@@ -65,6 +66,7 @@ _EXPORTS: dict[str, str] = {
     "Trace": "chunkwise.query.trace",
     "IngestReport": "chunkwise.ingest.report",
     "ReembedReport": "chunkwise.ingest.reembed",
+    "CopyReport": "chunkwise.ingest.copy",
     "ChunkwiseError": "chunkwise.errors",
     "ParseError": "chunkwise.errors",
     "ConfigError": "chunkwise.errors",
@@ -81,6 +83,7 @@ __all__ = [
     "ChunkwiseError",
     "Citation",
     "ConfigError",
+    "CopyReport",
     "Document",
     "Hit",
     "IngestReport",

@@ -26,6 +26,7 @@ from typing import Any
 from chunkwise.config import PipelineConfig, from_dict, load_config
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
+from chunkwise.ingest.copy import CopyReport, copy_store
 from chunkwise.ingest.paths import path_list
 from chunkwise.ingest.pipeline import IngestPipeline
 from chunkwise.ingest.reembed import ReembedReport, reembed
@@ -205,6 +206,24 @@ class KnowledgeBase:
                 self.models.close()
                 self.models = Models(config.models, ledger=self.models.ledger)  # keeps what was spent
         return report
+
+    def copy_to(self, target: str | Path, on_progress: ProgressFn | None = None) -> CopyReport:
+        """Copy every stored document into the knowledge base at ``target`` (a directory or a
+        ``postgresql://`` URL, created when absent) as it is stored: text, units, chunks, headers,
+        summary, fingerprint, vectors and passage windows' vectors, one transaction a document, with the
+        recorded embedder and configuration; no model is called (see :mod:`chunkwise.ingest.copy`).
+        Searching the target then finds what searching this one finds, and an ingest of the same files
+        into it skips them. Documents the target already holds alike are skipped, so an interrupted copy
+        goes on where it stopped; a document that fails is in ``report.failed`` and the others are
+        copied. ``on_progress`` gets an ingest's events, one a document. The target is opened with this
+        knowledge base's store settings (a new PostgreSQL schema builds its HNSW indexes with them).
+
+        Raises:
+            ConfigError: the target records another embedder (both are named); nothing was written.
+            StoreError: the target cannot be opened or written, or this store cannot be read.
+        """
+        with open_store(target, store_settings(self.config)) as store:
+            return copy_store(self.store, store, (CONFIG_META_KEY,), on_progress)
 
     def documents(self) -> list[DocumentInfo]:
         """Every stored document, by id: its id, source, title, format, content hash and chunk count."""

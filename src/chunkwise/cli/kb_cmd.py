@@ -1,5 +1,5 @@
-"""``chunkwise kb list|delete|check|repair|reembed --kb DIR|URL``: see what a knowledge base holds, remove
-documents from it, find and mend a damaged store, move it to another embedder.
+"""``chunkwise kb list|delete|check|repair|reembed|copy --kb DIR|URL``: see what a knowledge base holds,
+remove documents from it, find and mend a damaged store, move it to another embedder or another store.
 
 ``list`` prints the stored documents (id, format, chunks, title) as a table, or with ``--json``
 ``{"documents": [...]}`` with each one's source and content hash too. ``delete DOC_ID...`` removes
@@ -35,6 +35,17 @@ calls as they bound an ingest's. It is one transaction: an error (exit status 2 
 line), a spent budget or Ctrl-C (130) leaves the knowledge base as it was.
 Writers wait for it (a SQLite writer for a minute, then fails): run it while nothing ingests into the
 knowledge base.
+
+``copy --to DIR|URL`` copies every stored document as it is (text, units, chunks, headers, summary,
+fingerprint, vectors and passage windows' vectors), with the recorded embedder and configuration, into
+another knowledge base, created when absent: a directory to PostgreSQL or back, without the source files
+and without calling any model (:mod:`chunkwise.ingest.copy`). Each document is its own transaction;
+those the target already holds alike are skipped, so a copy stopped part-way (Ctrl-C: 130) goes on
+where it stopped when run again. A progress bar on stderr, then one summary line with the target's
+counts (``--json``: the copied, skipped and failed counts, each failure, and the target's counts). A
+document that fails is an ``error:`` line and exit status 1, the others are copied all the same; a
+target that records another embedder is one ``error:`` line naming both and exit status 2, with nothing
+written.
 """
 
 from __future__ import annotations
@@ -45,7 +56,7 @@ from typing import Annotated
 import typer
 from rich.table import Column, Table
 
-from chunkwise.cli.kb_options import MaxCostOption, MaxTokensOption, RequiredKbOption
+from chunkwise.cli.kb_options import KB_HELP, MaxCostOption, MaxTokensOption, RequiredKbOption
 from chunkwise.cli.progress import time_left_progress
 from chunkwise.cli.terminal import error_line, json_line, markup_literal, printable, rich_console
 from chunkwise.config import load_config
@@ -57,7 +68,7 @@ from chunkwise.store import Store, StoreSettings, open_store
 KbJsonOption = Annotated[bool, typer.Option("--json", help="Print the result as one JSON object.")]
 
 kb_app = typer.Typer(
-    help="List, delete, check or repair a knowledge base's documents, or embed them again.",
+    help="List, delete, check or repair a knowledge base's documents, embed them again, or copy them.",
     no_args_is_help=True,
 )
 
@@ -168,6 +179,45 @@ def reembed_command(
         )
         + "\n"
     )
+
+
+@kb_app.command("copy")
+def copy_command(
+    *,
+    kb: RequiredKbOption,
+    to: Annotated[str, typer.Option("--to", help=f"{KB_HELP} to copy into, created when absent.")],
+    as_json: KbJsonOption = False,
+) -> None:
+    """Copy every document with its chunks and vectors into another knowledge base (no model is called)."""
+    with KnowledgeBase(kb, read_only=True) as base:
+        progress = time_left_progress(disable=as_json)
+        task = progress.add_task("copy", total=None)
+
+        def on_progress(event: IngestEvent) -> None:
+            progress.start()  # at the first document: a copy refused before it is its error line alone
+            progress.update(task, completed=event.done, total=event.total)
+
+        try:
+            report = base.copy_to(to, on_progress)
+        finally:
+            if progress.live.is_started:
+                progress.stop()
+    for doc_id, reason in report.failed:
+        error_line(f"{doc_id}: {reason}")
+    if as_json:
+        sys.stdout.write(json_line(report.to_dict()) + "\n")
+    else:
+        counts = report.counts
+        sys.stdout.write(
+            printable(
+                f"copied {len(report.copied)}, skipped {len(report.skipped)}, failed {len(report.failed)}; "
+                f"{report.chunks} chunks, {report.windows} passage windows in {report.seconds:.1f} s. "
+                f"Target: {counts['documents']} documents, {counts['chunks']} chunks."
+            )
+            + "\n"
+        )
+    if report.failed:
+        raise typer.Exit(1)
 
 
 def _recorded_settings(store: Store) -> StoreSettings:

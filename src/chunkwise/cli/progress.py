@@ -1,5 +1,5 @@
-"""The progress bar of the long-running commands (``eval``, ``tune``, ``kb reembed``): done of total and
-time left."""
+"""The progress bar of the long-running commands (``eval``, ``tune``, ``kb reembed``, ``kb copy``): done
+of total and time left."""
 
 from __future__ import annotations
 

@@ -61,6 +61,7 @@ from chunkwise.store.protocol import (
     Reembedded,
     Status,
     StoredChunk,
+    StoredDocument,
     StoredForEmbedding,
     StoreSettings,
     check_all_reembedded,
@@ -70,6 +71,7 @@ from chunkwise.store.protocol import (
     chunk_from_row,
     recorded_embedder,
     substring_bounds,
+    with_vectors,
 )
 from chunkwise.store.schema import recorded_version, upgrade
 from chunkwise.terms import K1, B, index_terms, search_terms
@@ -945,6 +947,60 @@ class PostgresStore:
             ),
         )
 
+    def _stored_for_embedding(self, conn: Any, doc_id: str, fingerprint: str) -> StoredForEmbedding:
+        """``doc_id`` as stored, read on ``conn``, with its chunks and headers by ordinal and the
+        ``fingerprint`` read with it: what a re-embedding embeds again and a copy
+        (:meth:`stored_document`) writes elsewhere."""
+        rows = conn.execute(
+            'SELECT chunk_id, start, "end", text, section, unit_ids, tokens, pages, header'
+            f" FROM {self._s}.chunks WHERE doc_id = %s ORDER BY ordinal",
+            (doc_id,),
+        ).fetchall()
+        chunks = [chunk_from_row(doc_id, row[:-1]) for row in rows]
+        return StoredForEmbedding(
+            self._document(conn, doc_id), chunks, [row[-1] for row in rows], fingerprint
+        )
+
+    def stored_document(self, doc_id: str) -> StoredDocument:
+        """Everything stored of ``doc_id``, read in one read-only transaction that sees one snapshot
+        (repeatable read; see :meth:`.protocol.Store.stored_document`), the vectors in pgvector's binary
+        form, exactly as stored; ``KeyError`` if absent, :class:`CorruptStoreError` for a chunk without
+        a vector."""
+        if not storable_id(doc_id):
+            raise KeyError(doc_id)
+        s, dim = self._s, self._stored_dim()
+        vector = "v.embedding" if dim is not None else "NULL"
+        join = f"LEFT JOIN {s}.vectors v USING (chunk_key)" if dim is not None else ""
+        with self._conn() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            row = conn.execute(
+                f"SELECT fingerprint, summary FROM {s}.documents WHERE doc_id = %s", (doc_id,)
+            ).fetchone()
+            if row is None:
+                raise KeyError(doc_id)
+            stored = self._stored_for_embedding(conn, doc_id, row[0])
+            binary = conn.cursor(binary=True)
+            vectors = binary.execute(
+                f"SELECT c.chunk_key, {vector} FROM {s}.chunks c {join} WHERE c.doc_id = %s"
+                " ORDER BY c.ordinal",
+                (doc_id,),
+            ).fetchall()
+            windows = []
+            if dim is not None:
+                windows = binary.execute(
+                    f"SELECT w.chunk_key, w.embedding FROM {s}.windows w JOIN {s}.chunks c USING (chunk_key)"
+                    " WHERE c.doc_id = %s ORDER BY w.window_key",
+                    (doc_id,),
+                ).fetchall()
+
+        def matrix(rows: Sequence[tuple[int, Any]]) -> Vectors:
+            stacked = [vector.to_numpy() for _, vector in rows]
+            return np.array(stacked, dtype=np.float32).reshape(len(rows), dim or 0)
+
+        return with_vectors(
+            self.location, stored, summary=row[1], vectors=vectors, windows=windows, matrix=matrix
+        )
+
     def summary(self, doc_id: str) -> str:
         """The document summary stored with it (empty when none)."""
         if not storable_id(doc_id):
@@ -1232,14 +1288,7 @@ class _Reembedding:
             f'SELECT doc_id, fingerprint FROM {self._s}.documents ORDER BY doc_id COLLATE "C"'
         ).fetchall()
         for doc_id, fingerprint in stored:
-            rows = self.conn.execute(
-                'SELECT chunk_id, start, "end", text, section, unit_ids, tokens, pages, header'
-                f" FROM {self._s}.chunks WHERE doc_id = %s ORDER BY ordinal",
-                (doc_id,),
-            ).fetchall()
-            chunks = [chunk_from_row(doc_id, row[:-1]) for row in rows]
-            document = self.store._document(self.conn, doc_id)
-            yield StoredForEmbedding(document, chunks, [row[-1] for row in rows], fingerprint)
+            yield self.store._stored_for_embedding(self.conn, doc_id, fingerprint)
 
     def write(self, doc_id: str, new: Reembedded) -> None:
         """Stage the new vectors and passage windows of ``doc_id``, and set its fingerprint."""

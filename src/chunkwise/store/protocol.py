@@ -11,14 +11,14 @@ postings in one transaction) or not at all.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 from chunkwise.chunking.chunk import Chunk, contextual_text
 from chunkwise.document import Document
-from chunkwise.errors import ConfigError, StoreError
+from chunkwise.errors import ConfigError, CorruptStoreError, StoreError
 from chunkwise.models.protocols import Vectors
 from chunkwise.spans import Span
 
@@ -112,6 +112,52 @@ class StoredForEmbedding:
     chunks: list[Chunk]
     headers: list[str]
     fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
+class StoredDocument(StoredForEmbedding):
+    """Everything a store holds of a document (:meth:`Store.stored_document`), as :meth:`Store.put` takes
+    it: what :class:`StoredForEmbedding` holds, its summary, one vector a chunk by ordinal, and its
+    passage windows' vectors in the order they were stored with the index of each window's chunk
+    (``None``: no windows). A copy into another store writes it as it is, calling no model."""
+
+    summary: str
+    vectors: Vectors
+    windows: tuple[Sequence[int], Vectors] | None
+
+
+def with_vectors(
+    location: str,
+    stored: StoredForEmbedding,
+    *,
+    summary: str,
+    vectors: Sequence[tuple[int, Any]],
+    windows: Sequence[tuple[int, Any]],
+    matrix: Callable[[Sequence[tuple[int, Any]]], Vectors],
+) -> StoredDocument:
+    """The :class:`StoredDocument` of ``stored``, as both stores read it: ``vectors`` are ``(chunk_key,
+    vector)`` rows of its chunks by ordinal (the vector ``None`` for a chunk without one), ``windows``
+    ``(chunk_key, vector)`` rows of its passage windows in order, and ``matrix`` turns such rows into a
+    matrix of their vectors. :class:`~chunkwise.errors.CorruptStoreError` naming the document when a
+    chunk has no vector: put back without it, the document would not be whole."""
+    missing = sum(vector is None for _, vector in vectors)
+    if missing:
+        raise CorruptStoreError(
+            location,
+            f"{stored.doc.id}: {missing} of its {len(stored.chunks)} chunks have no "
+            "vector; `chunkwise kb check` lists the damage and `chunkwise kb repair` mends it",
+        )
+    ordinal = {key: index for index, (key, _) in enumerate(vectors)}
+    owners = [ordinal[key] for key, _ in windows]
+    return StoredDocument(
+        stored.doc,
+        stored.chunks,
+        stored.headers,
+        stored.fingerprint,
+        summary,
+        matrix(vectors),
+        (owners, matrix(windows)) if windows else None,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -290,6 +336,17 @@ class Store(Protocol):
 
     def state(self, doc_id: str) -> tuple[str, str] | None:
         """``(content_hash, fingerprint)`` of a stored document, ``None`` if absent."""
+        ...
+
+    def stored_document(self, doc_id: str) -> StoredDocument:
+        """Everything stored of ``doc_id`` (its document, chunks, headers, fingerprint, summary, vectors
+        and passage windows' vectors), read in one snapshot, so that a writer committing meanwhile
+        cannot give it the chunks of one version and the vectors of another: what :meth:`put` takes to
+        store it elsewhere (``kb copy``). ``KeyError`` if absent.
+
+        Raises:
+            CorruptStoreError: a chunk of it has no vector, or one of another size than the recorded.
+        """
         ...
 
     def reembedding(

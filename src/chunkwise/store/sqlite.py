@@ -57,17 +57,19 @@ from chunkwise.store.protocol import (
     DocumentInfo,
     Status,
     StoredChunk,
+    StoredDocument,
     StoreSettings,
     check_put_embedder,
     check_put_widths,
     check_recorded_embedder,
     recorded_embedder,
     substring_bounds,
+    with_vectors,
 )
 from chunkwise.store.schema import recorded_version, upgrade
 from chunkwise.store.sidecar import Keys, stamp_state
 from chunkwise.store.sqlite_files import check_usable, damage, shm_path, wal_frames, wal_path
-from chunkwise.store.sqlite_reembed import SQLiteReembedding
+from chunkwise.store.sqlite_reembed import SQLiteReembedding, stored_for_embedding
 from chunkwise.store.sqlite_repair import check_database, salvage
 from chunkwise.store.sqlite_schema import (
     DB_NAME,
@@ -563,6 +565,39 @@ class SQLiteStore:
         )
         return Document(doc_id, text, title, source, fmt, json.loads(metadata), units)
 
+    def stored_document(self, doc_id: str) -> StoredDocument:
+        """Everything stored of ``doc_id``, read in one read transaction (see
+        :meth:`.protocol.Store.stored_document`); ``KeyError`` if absent, :class:`CorruptStoreError`
+        for a chunk without a vector or a vector not of the recorded dimension."""
+        with self._lock, self._snapshot():
+            try:
+                row = self._db.execute(
+                    "SELECT fingerprint, summary FROM documents WHERE doc_id = ?", (doc_id,)
+                ).fetchone()
+                if row is None:
+                    raise KeyError(doc_id)
+                stored = stored_for_embedding(self._db, doc_id, row[0], self.document)
+                vectors = self._db.execute(
+                    "SELECT c.chunk_key, v.vector FROM chunks c LEFT JOIN vectors v USING (chunk_key)"
+                    " WHERE c.doc_id = ? ORDER BY c.ordinal",
+                    (doc_id,),
+                ).fetchall()
+                windows = self._db.execute(
+                    "SELECT w.chunk_key, w.vector FROM windows w JOIN chunks c USING (chunk_key)"
+                    " WHERE c.doc_id = ? ORDER BY w.window_key",
+                    (doc_id,),
+                ).fetchall()
+            except sqlite3.Error as exc:
+                raise self._failure(exc) from exc
+            return with_vectors(
+                self.location,
+                stored,
+                summary=row[1],
+                vectors=vectors,
+                windows=windows,
+                matrix=lambda rows: self._vector_rows(rows)[1],
+            )
+
     def summary(self, doc_id: str) -> str:
         """The document summary stored with it (empty when none)."""
         rows = self._rows("SELECT summary FROM documents WHERE doc_id = ?", (doc_id,))
@@ -822,7 +857,7 @@ class SQLiteStore:
         with self._lock, self._snapshot():
             yield self.dense_index()
 
-    def _vector_rows(self, rows: list[Any]) -> tuple[Keys, Vectors]:
+    def _vector_rows(self, rows: Sequence[Any]) -> tuple[Keys, Vectors]:
         """The keys and the vector matrix of ``(chunk_key, vector)`` rows; :class:`CorruptStoreError`
         when a vector is not of the stored dimension."""
         dim = int(self.meta("dim") or 0)

@@ -31,6 +31,17 @@ _CHUNKS = (
 )
 
 
+def stored_for_embedding(
+    db: sqlite3.Connection, doc_id: str, fingerprint: str, document: Callable[[str], Document]
+) -> StoredForEmbedding:
+    """``doc_id`` as stored (``document`` reads it on ``db``), with its chunks and headers by ordinal and
+    the ``fingerprint`` read with it: what a re-embedding embeds again and a copy
+    (:meth:`.sqlite.SQLiteStore.stored_document`) writes elsewhere."""
+    rows = db.execute(_CHUNKS, (doc_id,)).fetchall()
+    chunks = [chunk_from_row(doc_id, row[:-1]) for row in rows]
+    return StoredForEmbedding(document(doc_id), chunks, [row[-1] for row in rows], fingerprint)
+
+
 class SQLiteReembedding:
     """The :class:`~.protocol.Reembedding` of a SQLite store: ``db`` is in the store's write transaction
     (which no other writer shares until it ends), ``document`` reads a stored document on the same
@@ -56,9 +67,7 @@ class SQLiteReembedding:
         """Each stored document by id, with its chunks, headers and fingerprint."""
         stored = self.db.execute("SELECT doc_id, fingerprint FROM documents ORDER BY doc_id").fetchall()
         for doc_id, fingerprint in stored:
-            rows = self.db.execute(_CHUNKS, (doc_id,)).fetchall()
-            chunks = [chunk_from_row(doc_id, row[:-1]) for row in rows]
-            yield StoredForEmbedding(self.document(doc_id), chunks, [row[-1] for row in rows], fingerprint)
+            yield stored_for_embedding(self.db, doc_id, fingerprint, self.document)
 
     def write(self, doc_id: str, new: Reembedded) -> None:
         """Replace the vectors and passage windows of ``doc_id`` and its fingerprint."""
