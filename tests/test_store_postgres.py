@@ -14,10 +14,13 @@ import tempfile
 import textwrap
 import threading
 from pathlib import Path
+from urllib.parse import quote
 
 import httpx
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import chunkwise
 from chunkwise.config import from_dict
@@ -663,6 +666,45 @@ def test_malformed_urls_are_typed_errors():
         with pytest.raises(StoreURLError, match=reason) as caught:
             open_store(url)
         assert APP_PASSWORD not in str(caught.value)
+
+
+def test_libpq_parameters_reach_the_server_as_written(pg_url):
+    """``options=-c%20statement_timeout%3D12345`` reached libpq re-encoded with a ``+`` for each space,
+    which libpq keeps as a plus sign: the server refused ``+statement_timeout``. Each setting now applies
+    on the store's connections."""
+    options = quote("-c statement_timeout=12345 -c lock_timeout=2s", safe="")
+    with open_store(f"{pg_url}&options={options}") as store:
+        assert store.counts()["documents"] == 0
+        with store._pool.connection() as conn:
+            assert conn.execute("SHOW statement_timeout").fetchone() == ("12345ms",)
+            assert conn.execute("SHOW lock_timeout").fetchone() == ("2s",)
+
+
+#: Characters a query value may hold unescaped, ``+`` among them (libpq reads it as a plus sign).
+_QUERY_SAFE = "-._~!$'()*,;:@/?+"
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    value=st.text(st.characters(blacklist_characters="\x00", blacklist_categories=("Cs",))),
+    safe=st.sets(st.sampled_from(_QUERY_SAFE)),
+)
+def test_any_parameter_value_reaches_libpq_unchanged(value, safe):
+    """Whatever a libpq parameter holds, escaped as much or as little as a URL allows, libpq reads from
+    the parsed location exactly the value written (decoded once); the shown form is the URL as written."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    url = f"postgresql://app@localhost:5433/db?options={quote(value, safe=''.join(safe))}&schema=kb_1"
+    where = parse(url)
+    assert where.schema == "kb_1"
+    assert where.display == url
+    assert conninfo_to_dict(where.conninfo) == {
+        "user": "app",
+        "host": "localhost",
+        "port": "5433",
+        "dbname": "db",
+        "options": value,
+    }
 
 
 def test_credentials_from_the_url_pgpassword_and_pgpass(tmp_path, pg_server, monkeypatch):

@@ -3,7 +3,9 @@
 The URL is split into what libpq reads (everything but chunkwise's own ``schema`` parameter) and the
 schema that holds the knowledge base's tables (``chunkwise`` when not given), and checked before any
 connection is made: an unknown scheme, a port that is not a number or a schema name that is not a plain
-SQL identifier is a :class:`~chunkwise.errors.StoreURLError`. The password may come from the URL, from
+SQL identifier is a :class:`~chunkwise.errors.StoreURLError`. The libpq parameters reach libpq as they
+were written, never re-encoded: libpq decodes each once, keeping a ``+`` a plus sign, so
+``options=-c%20lock_timeout%3D2s`` sets ``lock_timeout``. The password may come from the URL, from
 ``PGPASSWORD`` or from a ``.pgpass`` file (libpq reads both); :attr:`PgLocation.display`, the only form
 that appears in messages, never holds it.
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from chunkwise.errors import StoreURLError
 
@@ -33,6 +35,17 @@ class PgLocation:
     password: str | None
 
 
+def _query(query: str) -> list[tuple[str, str, str]]:
+    """Each ``key=value`` of a URL's query as (its text as written, the key, the value), key and value
+    percent-decoded once the way libpq decodes them (a ``+`` stays a plus sign, not a space)."""
+    pairs = []
+    for text in query.split("&"):
+        if text:
+            key, _, value = text.partition("=")
+            pairs.append((text, unquote(key), unquote(value)))
+    return pairs
+
+
 def redact(url: str) -> str:
     """``url`` without a password (in the authority or as a query parameter); other text unchanged."""
     try:
@@ -43,8 +56,8 @@ def redact(url: str) -> str:
     if "@" in netloc:
         user, _, host = netloc.rpartition("@")
         netloc = f"{user.split(':', 1)[0]}@{host}"
-    query = [(k, v) for k, v in parse_qsl(parts.query, keep_blank_values=True) if k not in _SECRET_PARAMS]
-    return urlunsplit((parts.scheme, netloc, parts.path, urlencode(query, safe="/"), ""))
+    query = "&".join(text for text, key, _ in _query(parts.query) if key not in _SECRET_PARAMS)
+    return urlunsplit((parts.scheme, netloc, parts.path, query, ""))
 
 
 def parse(url: str) -> PgLocation:
@@ -59,18 +72,18 @@ def parse(url: str) -> PgLocation:
         raise StoreURLError(display, "not a PostgreSQL URL (expected postgresql://user@host:port/db)")
     if not parts.hostname and not parts.path.strip("/"):
         raise StoreURLError(display, "a PostgreSQL URL needs a host or a database name")
-    params = parse_qsl(parts.query, keep_blank_values=True)
+    params = _query(parts.query)
     schema = DEFAULT_SCHEMA
     libpq = []
-    for key, value in params:
+    for text, key, value in params:
         if key == "schema":
             schema = value
         else:
-            libpq.append((key, value))
+            libpq.append(text)
     if not _IDENTIFIER.fullmatch(schema):
         raise StoreURLError(
             display, f"schema {schema!r} is not a plain identifier (lower-case letters, digits, _)"
         )
-    conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, urlencode(libpq, safe="/"), ""))
-    password = parts.password or dict(params).get("password")
+    conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, "&".join(libpq), ""))
+    password = parts.password or {key: value for _, key, value in params}.get("password")
     return PgLocation(conninfo, schema, display, password)
