@@ -14,7 +14,7 @@ from chunkwise.models import Models
 from chunkwise.models.managed import estimate_tokens
 from chunkwise.parsing.text import text_document
 from tests.support.fakes import HashEmbedder
-from tests.support.openai_server import OpenAIServer
+from tests.support.openai_server import OpenAIServer, word_count
 
 #: Dollars per million tokens: 0.001 $ a token, so a W-RAC planning call costs about a dollar.
 PRICE = {"input_per_mtok": 1000.0, "output_per_mtok": 1000.0}
@@ -93,3 +93,46 @@ def test_a_spent_token_budget_still_stores_the_documents_prepared_before_it(tmp_
             assert [info.doc_id for info in kb.store.documents()] == ["long.txt"]
             assert kb.store.check() == []
     assert [r.role for r in models.ledger.records] == ["llm", "embedder"]
+
+
+def embedding_config(server: OpenAIServer, max_tokens: int | None = None) -> dict[str, object]:
+    """An endpoint's embedder without a configured dimension, priced, uncached, and no LLM."""
+    return {
+        "headers": {"enabled": False},
+        "models": {
+            "embedder": "openai:emb",
+            "base_url": server.base_url,
+            "cache": False,
+            "prices": {"emb": PRICE},
+            "max_tokens": max_tokens,
+        },
+    }
+
+
+def test_the_dimension_probe_is_an_accounted_embedding_call(tmp_path: Path) -> None:
+    """An embedder whose dimension is not configured learns it from one ``/embeddings`` request, which
+    reached no ledger: its tokens were missing from the accounting and from every budget. Each request
+    of an ingest into a fresh knowledge base, the probe among them, is now an accounted embedding call."""
+    docs = [text_document("bags.txt", "Bags weigh 23 kg."), text_document("gates.txt", "Gates close early.")]
+    with OpenAIServer() as server:
+        with KnowledgeBase(tmp_path / "kb", from_dict(embedding_config(server))) as kb:
+            kb.add_documents(docs)
+            accounting = kb.accounting()
+        sent = [request.json["input"] for request in server.requests if request.path == "/v1/embeddings"]
+    assert ["dimension probe"] in sent
+    tokens = sum(word_count(text) for texts in sent for text in texts)
+    embedder = accounting["by_role"]["embedder"]
+    assert (embedder["calls"], embedder["input_tokens"]) == (len(sent), tokens)
+    assert accounting["total"]["cost"] == pytest.approx(tokens * PRICE["input_per_mtok"] / 1e6)
+
+
+def test_a_budget_too_small_for_the_dimension_probe_sends_nothing(tmp_path: Path) -> None:
+    """The probe is checked against the budget like any embedding call: a token budget below its
+    estimate stops the ingest before any request reaches the endpoint."""
+    budget = estimate_tokens("dimension probe") - 1
+    with OpenAIServer() as server:
+        with KnowledgeBase(tmp_path / "kb", from_dict(embedding_config(server, budget))) as kb:
+            with pytest.raises(BudgetExceededError, match="openai:emb: token budget exceeded"):
+                kb.add_documents([text_document("bags.txt", "Bags weigh 23 kg.")])
+            assert kb.accounting()["total"]["calls"] == 0
+        assert server.requests == []

@@ -157,7 +157,12 @@ class ManagedEmbedder(Managed):
 
     @property
     def dim(self) -> int:
-        """Vector dimension of the backend."""
+        """Vector dimension of the backend. A backend that learns it from a request (its ``dim_probe``,
+        the text it embeds, is not ``None`` until then) makes that request here as an accounted
+        embedding call: checked against the budget and recorded, uncached, like any other."""
+        probe = getattr(self._inner, "dim_probe", None)
+        if probe is not None:
+            return int(self._call("embed", "", self._count(probe), lambda: self._inner.dim)[0])
         return int(self._inner.dim)
 
     def embed(self, texts: Sequence[str]) -> Vectors:

@@ -179,6 +179,10 @@ def _is_refusal(status: int | None) -> bool:
     return status is not None and 400 <= status < 500 and status not in (408, 409, 429)
 
 
+#: What :attr:`OpenAIEmbedder.dim` embeds to learn an unconfigured dimension.
+_DIM_PROBE = "dimension probe"
+
+
 class OpenAIEmbedder(RemoteModel):
     """Embeddings from an OpenAI-compatible ``embeddings`` endpoint (``openai:<model>``), re-normalised to
     unit length; the usage of :meth:`embed` is summed over its batches."""
@@ -193,10 +197,19 @@ class OpenAIEmbedder(RemoteModel):
         self._batch_size = batch_size
 
     @property
+    def dim_probe(self) -> str | None:
+        """The text that reading :attr:`dim` embeds to learn the dimension (one paid request, whose usage
+        :attr:`last_usage` then holds), so the accounting wrapper can check and record it as an
+        embedding call; ``None`` once the dimension is known (configured, probed or seen in a reply)."""
+        return None if self._dim is not None else _DIM_PROBE
+
+    @property
     def dim(self) -> int:
         """Vector dimension: configured, or learnt from one probe request the first time it is needed."""
         if self._dim is None:
-            self._dim = int(self._request(["dimension probe"])[0].shape[1])
+            vectors, used = self._request([_DIM_PROBE])
+            self._usage.set(Usage(input_tokens=used))
+            self._dim = int(vectors.shape[1])
         return self._dim
 
     def embed(self, texts: Sequence[str]) -> Vectors:
