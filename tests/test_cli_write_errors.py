@@ -164,3 +164,41 @@ def test_one_large_error_line_whose_reader_leaves(tmp_path):
     command.stderr.close()
     assert command.wait(timeout=600) == BROKEN_PIPE_STATUS
     assert command.stdout.read() == b""
+
+
+@pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
+def test_an_error_line_whose_reader_is_gone(tmp_path, unbuffered):
+    """``chunkwise kb list --kb missing 2>&1 | true``: a library error is written as an ``error:`` line
+    after the command has returned, and on a stderr whose reader had gone the write's error escaped,
+    ending the command with status 1 (or the interpreter's 120). It ends with 141, quietly."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
+    try:
+        done = subprocess.run(
+            [sys.executable, "-m", "chunkwise", "kb", "list", "--kb", str(tmp_path / "missing")],
+            stdout=subprocess.PIPE,
+            stderr=write_end,
+            text=True,
+            env={**env, "PYTHONUNBUFFERED": "1"} if unbuffered else env,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert (done.returncode, done.stdout) == (BROKEN_PIPE_STATUS, "")
+    assert not (tmp_path / "missing").exists()
+
+
+@pytest.mark.skipif(not FULL.exists(), reason="needs /dev/full, a device every write to fails")
+def test_an_error_line_on_a_full_device_keeps_status_2(tmp_path):
+    """The error line that cannot be written (stderr on a full device) leaves the library error's status
+    2, without a traceback tried on the same stderr."""
+    with FULL.open("w") as full:
+        done = subprocess.run(
+            [sys.executable, "-m", "chunkwise", "kb", "list", "--kb", str(tmp_path / "missing")],
+            stdout=subprocess.PIPE,
+            stderr=full,
+            text=True,
+            check=False,
+        )
+    assert (done.returncode, done.stdout) == (2, "")

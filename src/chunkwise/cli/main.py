@@ -115,7 +115,7 @@ def _help_on_a_closed_pipe() -> Iterator[None]:
 def _os_error(exc: OSError) -> NoReturn:
     """End the command for an operating-system error: quietly with :data:`BROKEN_PIPE_STATUS` for a
     closed pipe, else one ``error:`` line and exit status 2."""
-    _drop_pending_output()
+    _drop_pending_output(sys.stdout)
     if exc.errno == errno.EPIPE:  # the reader went away (``| head``): nothing to tell it
         raise typer.Exit(BROKEN_PIPE_STATUS) from None
     reason = exc.strerror or str(exc)
@@ -138,11 +138,12 @@ def _usage_error(exc: Any) -> NoReturn:
     raise typer.Exit(exc.exit_code)
 
 
-def _drop_pending_output() -> None:
-    """Point stdout at the null device, so that what could not be written (a full disk, a failing
-    device) is not tried again when the interpreter exits, which would print a traceback of its own."""
+def _drop_pending_output(stream: TextIO) -> None:
+    """Point ``stream`` (stdout or stderr) at the null device, so that what could not be written (a full
+    disk, a failing device, a closed pipe) is not tried again when the interpreter exits, which would
+    print a traceback of its own and end with status 120."""
     with open(os.devnull, "w", encoding="utf-8") as null:
-        os.dup2(null.fileno(), sys.stdout.fileno())
+        os.dup2(null.fileno(), stream.fileno())
 
 
 app = typer.Typer(
@@ -219,10 +220,20 @@ def _written_whole(stream: TextIO) -> TextIO:
 
 
 def run() -> None:
-    """Run the CLI; library errors become one line on stderr and exit status 2."""
+    """Run the CLI; library errors become one line on stderr and exit status 2.
+
+    The line is written after the command has returned, outside the command group's handling of
+    operating-system errors, so a stderr that fails here ends the run as a failing stdout does there:
+    quietly with :data:`BROKEN_PIPE_STATUS` when stderr's reader has gone (``2>&1 | head``), else with
+    status 2, the line unwritten."""
     sys.stdout, sys.stderr = _written_whole(sys.stdout), _written_whole(sys.stderr)
     try:
         app()
     except ChunkwiseError as exc:
-        error_line(str(exc))
+        try:
+            error_line(str(exc))
+            sys.stderr.flush()
+        except OSError as unwritten:
+            _drop_pending_output(sys.stderr)
+            raise SystemExit(BROKEN_PIPE_STATUS if unwritten.errno == errno.EPIPE else 2) from None
         raise SystemExit(2) from None
