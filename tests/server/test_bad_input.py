@@ -21,7 +21,7 @@ from chunkwise.kb import KnowledgeBase
 from chunkwise.parsing.text import text_document
 from chunkwise.server import ServerSettings, create_app
 from chunkwise.store.sqlite import DB_NAME
-from tests.support.server import error_of, running_app, upload, wait_job, writer_processes
+from tests.support.server import PATIENCE_S, error_of, running_app, upload, wait_job, writer_processes
 
 PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01"
 
@@ -232,6 +232,28 @@ def test_a_full_queue_answers_429_and_a_slow_request_504(tmp_path: Path, data_di
             'chunkwise_http_requests_total{method="POST",route="/v1/documents",status="429"} 1.0' in metrics
         )
         assert 'chunkwise_ingest_jobs_total{status="done"} 2.0' in metrics
+
+
+def test_a_request_past_its_timeout_keeps_its_reader_slot_until_its_work_ends(tmp_path: Path) -> None:
+    """With one reader slot, a delete held up by another process's write lock (deterministically) is
+    answered 504, but its thread still waits for the lock: the slot stays its own, so reads that would
+    otherwise be answered at once wait for it and time out too (no second computation starts beside
+    it). Once the lock goes the delete ends, its slot is free, and a read is answered."""
+    kb = tmp_path / "kb"
+    settings = ServerSettings(readers=1, request_timeout=1.0)
+    with (
+        running_app(create_app(kb, settings=settings)) as url,
+        httpx.Client(base_url=url, timeout=600) as http,
+    ):
+        assert http.get("/v1/documents").json() == {"documents": []}
+        with write_locked(kb):
+            _error(http.delete("/v1/documents/other.md"), 504, "timeout")
+            for _ in range(3):
+                _error(http.get("/v1/documents"), 504, "timeout")
+        deadline = time.monotonic() + PATIENCE_S
+        while (listed := http.get("/v1/documents")).status_code == 504 and time.monotonic() < deadline:
+            pass
+        assert listed.json() == {"documents": []}
 
 
 @pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the writer in Linux's /proc")

@@ -20,9 +20,11 @@ own). Every request's body is limited in size, every computing request in time, 
 
 from __future__ import annotations
 
+import contextlib
 import hmac
 import json
 import logging
+import threading
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -32,6 +34,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, TypeVar
 
 import anyio
+import anyio.from_thread
 import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -119,17 +122,67 @@ class Service:
         return QueryPipeline(self.reader, self.models(), self.config)
 
     async def compute(self, fn: Callable[[], T]) -> T:
-        """Run ``fn`` in a worker thread once a reader slot is free, within the request timeout (504)."""
+        """Run ``fn`` in a worker thread once a reader slot is free, within the request timeout (504).
+
+        A request past its timeout is answered at once, but a thread cannot be stopped: its ``fn`` runs on
+        to its end and keeps the slot until then (:class:`_ReaderSlot`), so at most ``readers``
+        computations ever run at once, however many requests time out."""
         timeout = self.settings.request_timeout
+        slot = _ReaderSlot(self.limiter)
         try:
             with anyio.fail_after(timeout):
-                return await anyio.to_thread.run_sync(fn, abandon_on_cancel=True, limiter=self.limiter)
+                await self.limiter.acquire_on_behalf_of(slot)
+                try:
+                    return await anyio.to_thread.run_sync(slot.run, fn, abandon_on_cancel=True)
+                finally:
+                    slot.leave()
         except TimeoutError:
             raise ApiError(504, "timeout", f"the request took longer than {timeout:g} s") from None
 
     def _finished(self, job: Job, accounting: dict[str, Any]) -> None:
         self.metrics.jobs.labels(job.status).inc()
         self.metrics.observe_accounting(accounting)
+
+
+class _ReaderSlot:
+    """One reader slot of ``limiter``, acquired by a request for one computation and released once both
+    the request has left and the computation has ended (or is known never to start).
+
+    The request leaves first when it times out: the thread it started goes on (a thread cannot be
+    stopped), so the thread releases the slot when it ends. The thread may also never start (the request was
+    cancelled before a worker took it up): then the request releases the slot as it leaves. A lock
+    decides which of the two releases it, exactly once."""
+
+    def __init__(self, limiter: anyio.CapacityLimiter) -> None:
+        self.limiter = limiter
+        self._lock = threading.Lock()
+        self._running = False  # the computation has started and not ended
+        self._closed = False  # the computation will not start (any more): the slot is no longer its
+
+    def run(self, fn: Callable[[], T]) -> T:
+        """In the worker thread: ``fn()``, unless the request has already left (``None`` then: no one
+        reads it); releases the slot at the end if the request has left meanwhile."""
+        with self._lock:
+            if self._closed:
+                return None  # type: ignore[return-value]
+            self._running = True
+        try:
+            return fn()
+        finally:
+            with self._lock:
+                self._running = False
+                left, self._closed = self._closed, True
+            if left:
+                with contextlib.suppress(RuntimeError):  # the event loop has ended: no slot to give back
+                    anyio.from_thread.run_sync(self.limiter.release_on_behalf_of, self)
+
+    def leave(self) -> None:
+        """In the event loop, as the request leaves (answered, timed out or cancelled): release the slot
+        unless the computation still runs, in which case its thread releases it when it ends."""
+        with self._lock:
+            running, self._closed = self._running, True
+        if not running:
+            self.limiter.release_on_behalf_of(self)
 
 
 def create_app(
