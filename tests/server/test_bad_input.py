@@ -16,10 +16,14 @@ from urllib.parse import quote
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
+from chunkwise.errors import ConfigError
 from chunkwise.kb import KnowledgeBase
 from chunkwise.parsing.text import text_document
 from chunkwise.server import ServerSettings, create_app
+from chunkwise.server.schemas import MAX_REMOTE_WORKERS, check_remote_params
 from chunkwise.store.sqlite import DB_NAME
 from tests.support.server import PATIENCE_S, error_of, running_app, upload, wait_job, writer_processes
 
@@ -71,6 +75,48 @@ def test_chunker_parameters_keep_their_json_types(client: httpx.Client) -> None:
     typed = chunk("fixed", max_size=10, overlap=0.5)  # a float where a float is expected, an int for an int
     assert typed.status_code == 200, typed.text
     assert typed.json()["params"]["max_size"] == 10
+
+
+@pytest.mark.parametrize(
+    ("chunker", "params", "message"),
+    [
+        (
+            "logprob",
+            {"window_chars": 2, "overlap_chars": 0, "workers": 100000, "min_size": 0},
+            "workers must be between 1 and 8 on this server, got 100000",
+        ),
+        ("logprob", {"workers": 9}, "workers must be between 1 and 8 on this server, got 9"),
+        ("logprob", {"window_chars": 2, "overlap_chars": 0}, "window_chars must be at least 1000"),
+        ("logprob", {"overlap_chars": 3999}, "overlap_chars must be at most half of window_chars (2000)"),
+        ("logprob", {"window_chars": 1000, "overlap_chars": 501}, "at most half of window_chars (500)"),
+        ("logprob", {"max_extra": 10**6}, "max_extra must be between 0 and 32 on this server"),
+        ("agentic", {"window_size": 16}, "window_size must be at least 256 on this server, got 16"),
+        ("wrac", {"window_size": 64}, "window_size must be at least 256 on this server, got 64"),
+        ("sections", {"window_chars": 200}, "window_chars must be at least 2000 on this server, got 200"),
+    ],
+)
+def test_parameters_that_multiply_the_servers_work_are_bounded(
+    client: httpx.Client, chunker: str, params: dict[str, int], message: str
+) -> None:
+    """A client cannot make one request start thousands of threads or model calls: the LLM chunkers'
+    workers and windows have bounds on the server (a 400 naming the parameter and its range, before
+    any model is loaded)."""
+    text = " ".join(["word"] * 150)
+    response = client.post("/v1/chunk", json={"text": text, "chunker": chunker, "params": params})
+    assert message in _error(response, 400, "config_error")
+
+
+@given(workers=st.integers(-(10**9), 10**9), window=st.integers(1, 10**6), overlap=st.integers(0, 10**6))
+def test_remote_logprob_bounds_refuse_exactly_what_is_out_of_range(
+    workers: int, window: int, overlap: int
+) -> None:
+    params = {"workers": workers, "window_chars": window, "overlap_chars": overlap}
+    allowed = 1 <= workers <= MAX_REMOTE_WORKERS and window >= 1000 and overlap <= window // 2
+    if allowed:
+        check_remote_params("logprob", params)
+    else:
+        with pytest.raises(ConfigError):
+            check_remote_params("logprob", params)
 
 
 def test_unknown_fields_are_refused_and_a_path_is_never_read(client: httpx.Client, tmp_path: Path) -> None:

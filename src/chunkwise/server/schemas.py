@@ -16,7 +16,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
 from pydantic_core import PydanticCustomError
 
-from chunkwise.chunking import CHUNKERS, check_param_types
+from chunkwise.chunking import CHUNKERS, check_param_types, normalised_params
 from chunkwise.chunking.tokens import COUNTER_NAMES, tiktoken_local
 from chunkwise.errors import ConfigError
 from chunkwise.server.errors import ApiError
@@ -28,6 +28,23 @@ MODEL_PARAMS = frozenset({"llm", "embedder"})
 CHUNKER_PARAMS = frozenset({"inner"})
 #: Size units that name no file: the built-in counters and tiktoken's named encodings.
 UNIT_PREFIXES = ("tiktoken:",)
+#: The most ``logprob`` windows a request may score at once: each is a thread of the server and a
+#: forward pass of its model held in memory, and the ``readers`` slots bound requests, not these.
+MAX_REMOTE_WORKERS = 8
+#: Bounds on the chunker parameters a client could set to multiply the server's work, ``(lowest,
+#: highest)`` (``None``: the chunker's own limit), checked on top of the chunker's own ranges. A window
+#: far below its default multiplies the model calls over a text, each with its prompt (``logprob``'s
+#: ``window_chars=2`` made one forward pass per two characters); ``workers`` is threads at once;
+#: ``max_extra`` is model calls per ``logprob`` window. The command line, run by the machine's owner,
+#: takes any value its chunker does.
+REMOTE_BOUNDS: dict[tuple[str, str], tuple[int | None, int | None]] = {
+    ("logprob", "workers"): (1, MAX_REMOTE_WORKERS),
+    ("logprob", "window_chars"): (1000, None),
+    ("logprob", "max_extra"): (0, 32),
+    ("agentic", "window_size"): (256, None),
+    ("wrac", "window_size"): (256, None),
+    ("sections", "window_chars"): (2000, None),
+}
 
 
 def _not_blank(value: str) -> str:
@@ -128,11 +145,13 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 
 def check_remote_params(chunker: str, params: dict[str, Any]) -> None:
     """:class:`ConfigError` for a chunker or parameter a remote client may not choose: a chunker outside
-    the registry (``package.module:Class`` would import code), a model spec, or a size unit that names a
-    tokenizer file (``hf:<path>``); and 422 (:class:`ApiError`) for a tiktoken encoding the server does
-    not have (tiktoken would download it)."""
+    the registry (``package.module:Class`` would import code), a model spec, a size unit that names a
+    tokenizer file (``hf:<path>``), or a value outside :data:`REMOTE_BOUNDS` (or a ``logprob`` overlap
+    over half its window, which would score most of the text twice or more); and 422
+    (:class:`ApiError`) for a tiktoken encoding the server does not have (tiktoken would download it)."""
     if chunker not in CHUNKERS:
         raise ConfigError(f"unknown chunker {chunker!r}: use one of {', '.join(CHUNKERS)}")
+    _check_bounds(chunker, params)
     for key in sorted(MODEL_PARAMS & set(params)):
         raise ConfigError(
             f"parameter {key!r} cannot be set per request: the server uses its configured models"
@@ -156,3 +175,22 @@ def check_remote_params(chunker: str, params: dict[str, Any]) -> None:
             f"params: unit: the tiktoken encoding {encoding!r} is not available on this server "
             "(it never downloads one for a request)",
         )
+
+
+def _check_bounds(chunker: str, params: dict[str, Any]) -> None:
+    """:class:`ConfigError` naming the first parameter of ``params`` outside :data:`REMOTE_BOUNDS`, with
+    the range this server takes (values of a wrong type are refused before, by :class:`ChunkOptions`)."""
+    for (name, key), (low, high) in REMOTE_BOUNDS.items():
+        value = params.get(key) if name == chunker else None
+        if not isinstance(value, int | float):
+            continue
+        if (low is not None and value < low) or (high is not None and value > high):
+            allowed = f"between {low} and {high}" if high is not None else f"at least {low}"
+            raise ConfigError(f"{key} must be {allowed} on this server, got {value}")
+    if chunker == "logprob" and isinstance(overlap := params.get("overlap_chars"), int):
+        window = params.get("window_chars", normalised_params(chunker, {})["window_chars"])
+        if isinstance(window, int) and overlap > window // 2:
+            raise ConfigError(
+                f"overlap_chars must be at most half of window_chars ({window // 2}) on this server, "
+                f"got {overlap}"
+            )
