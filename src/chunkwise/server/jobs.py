@@ -54,8 +54,10 @@ class QueueFullError(Exception):
 class Job:
     """One ingest request: its files, where it stands and, once finished, its report or error.
 
-    ``events`` lists each file handled so far (source, status, chunks); ``result`` is the ingest body of
-    :func:`~chunkwise.results.ingest_body` (the CLI's ``ingest --json``), with each failed file and why.
+    ``events`` lists each file handled so far (source, status, chunks), so ``done`` counts them;
+    ``embedding`` is the progress of the document being embedded over several calls (its source, its
+    ``chunks`` and how many are ``embedded``; ``None`` between documents); ``result`` is the ingest body
+    of :func:`~chunkwise.results.ingest_body` (the CLI's ``ingest --json``), with each failed file and why.
     """
 
     id: str
@@ -65,8 +67,19 @@ class Job:
     started: float | None = None
     finished: float | None = None
     events: list[dict[str, Any]] = field(default_factory=list)
+    embedding: dict[str, Any] | None = None
     result: dict[str, Any] | None = None
     error: dict[str, str] | None = None
+
+    def record(self, event: dict[str, Any]) -> None:
+        """Take one of the writer's events: a file's outcome joins ``events``; an ``embedding`` event,
+        sent between the embedding calls of a long document, is that document's progress, not a file
+        done, and replaces ``embedding`` until the document's outcome."""
+        if event["status"] == "embedding":
+            self.embedding = event
+        else:
+            self.events.append(event)
+            self.embedding = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON form (``GET /v1/jobs/{id}``)."""
@@ -77,6 +90,7 @@ class Job:
             "done": len(self.events),
             "total": len(self.files),
             "events": list(self.events),
+            "embedding": self.embedding,
             "created": self.created,
             "started": self.started,
             "finished": self.finished,
@@ -185,7 +199,7 @@ class IngestQueue:
     def _run(self, job: Job) -> None:
         job.started = time.time()
         job.status = "running"  # set last: a reader that sees it sees the start time
-        end = self._writer.run(job.files, job.events.append)
+        end = self._writer.run(job.files, job.record)
         if end["traceback"]:
             logger.error("ingest job %s failed:\n%s", job.id, end["traceback"])
         self._end(job, end)

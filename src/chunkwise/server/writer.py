@@ -10,11 +10,13 @@ soon as it commits: the store's generation counter tells them to reload (:mod:`c
 PostgreSQL reads the committed rows.
 
 The two processes speak over a pipe. The server sends a job as its uploads, ``(name, content)`` pairs;
-the writer answers with ``("event", {...})`` for each file handled and one
-``("end", {...})`` per job (status, result or error, the accounting of its model calls and, for the
-server's log, a bug's traceback or the whole message of an error that names the server's files, which
-the client's message leaves out). The writer stops between two documents when the server asks
-(``stopping``), so an interrupted job leaves each document whole or absent, as a job sent again expects.
+the writer answers with ``("event", {...})`` for each file handled (its ``source``, ``status`` and
+``chunks``) and between two embedding calls inside a long document (``status`` ``embedding``, with the
+``chunks`` ``embedded`` so far), and one ``("end", {...})`` per job (status, result or error, the
+accounting of its model calls and, for the server's log, a bug's traceback or the whole message of an
+error that names the server's files, which the client's message leaves out). The writer stops between
+two documents when the server asks (``stopping``), so an interrupted job leaves each document whole or
+absent, as a job sent again expects.
 A second pipe is the writer's lifeline: the server never writes to it, and the writer exits the moment it
 reads its end, which the operating system closes when the server's process ends however it ends (a
 ``kill -9`` included), mid-document if need be (SQLite and PostgreSQL roll that document's transaction
@@ -193,7 +195,10 @@ def _run_job(
     models = Models(kb.config.models)
 
     def on_progress(event: IngestEvent) -> None:
-        send({"source": event.source, "status": event.status, "chunks": event.chunks})
+        body: dict[str, Any] = {"source": event.source, "status": event.status, "chunks": event.chunks}
+        if event.status == "embedding":
+            body["embedded"] = event.embedded
+        send(body)
         if stopping.is_set():
             raise _StoppingError
 

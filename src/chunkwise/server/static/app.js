@@ -370,7 +370,10 @@ async function ingest() {
   for (const file of files) form.append("files", file);
   let job = await api("/v1/documents", { method: "POST", body: form });
   while (job.status === "queued" || job.status === "running") {
-    $("#job").textContent = `${job.id}: ${job.status}, ${job.done} of ${job.total} files`;
+    const embedding = job.embedding
+      ? ` · embedding ${job.embedding.source}: ${job.embedding.embedded} of ${job.embedding.chunks} chunks`
+      : "";
+    $("#job").textContent = `${job.id}: ${job.status}, ${job.done} of ${job.total} files${embedding}`;
     await new Promise((resolve) => setTimeout(resolve, 300));
     job = await api(`/v1/jobs/${job.id}`);
   }
