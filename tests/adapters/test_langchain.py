@@ -37,6 +37,17 @@ def test_retriever_returns_hits_as_documents(sample_kb: KnowledgeBase) -> None:
         assert stored == doc.page_content
 
 
+def test_documents_with_the_same_content_get_their_own_ids(twin_kb: KnowledgeBase) -> None:
+    """Two copies of one file share their chunk ids; the Documents' ids are one per stored chunk, the
+    same in every call."""
+    retriever = ChunkwiseRetriever(kb=twin_kb, k=4)
+    docs = retriever.invoke("accessories")
+    assert len({d.metadata["doc_id"] for d in docs}) == 2
+    assert len({d.metadata["chunk_id"] for d in docs}) == 2
+    assert len({d.id for d in docs}) == 4
+    assert [d.id for d in docs] == [d.id for d in retriever.invoke("accessories")]
+
+
 @pytest.mark.parametrize("chunker", EVERY_CHUNKER)
 def test_splitter_cuts_with_every_chunker_at_exact_offsets(chunker: str) -> None:
     splitter = ChunkwiseTextSplitter(chunker, max_size=120, min_size=0)

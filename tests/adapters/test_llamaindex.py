@@ -14,6 +14,8 @@ from llama_index.core.node_parser import NodeParser
 from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import Document, MetadataMode, NodeRelationship
 
+from chunkwise.adapters.common import hit_id
+from chunkwise.adapters.langchain import ChunkwiseRetriever as LangChainRetriever
 from chunkwise.adapters.llamaindex import BOOKKEEPING_KEYS, ChunkwiseNodeParser, ChunkwiseRetriever
 from chunkwise.config import from_dict
 from chunkwise.errors import ConfigError, QueryError
@@ -58,7 +60,26 @@ def test_retriever_returns_hits_with_offsets_and_scores(sample_kb: KnowledgeBase
         node = result.node
         assert (node.start_char_idx, node.end_char_idx, node.text) == (hit.start, hit.end, hit.text)
         assert node.metadata["doc_id"] == hit.doc_id
-        assert node.node_id == hit.chunk_id
+        assert node.node_id == hit_id(hit)
+        assert node.metadata["chunk_id"] == hit.chunk_id
+
+
+def test_documents_with_the_same_content_keep_their_own_nodes(twin_kb: KnowledgeBase) -> None:
+    """Two copies of one file share their chunk ids; LlamaIndex keeps one node per node id, so the
+    nodes' ids are one per stored chunk (the same in every call, and the LangChain adapter's ids):
+    every hit is returned, from both copies, and ``chunk_id`` stays in the metadata."""
+    query = "accessories"
+    hits = twin_kb.search(query, k=4)
+    assert len(hits) == 4
+    assert len({h.chunk_id for h in hits}) == 2  # each chunk id twice: once per copy
+    results = ChunkwiseRetriever(twin_kb, k=4).retrieve(query)
+    assert [(r.node.metadata["doc_id"], r.node.metadata["chunk_id"]) for r in results] == [
+        (h.doc_id, h.chunk_id) for h in hits
+    ]
+    ids = [r.node.node_id for r in results]
+    assert len(set(ids)) == 4
+    assert ids == [r.node.node_id for r in ChunkwiseRetriever(twin_kb, k=4).retrieve(query)]
+    assert ids == [d.id for d in LangChainRetriever(kb=twin_kb, k=4).invoke(query)]
 
 
 def test_a_leading_byte_order_mark_keeps_offsets_exact() -> None:
@@ -165,7 +186,7 @@ def test_async_entry_points_run_in_threads_and_overlap(tmp_path: Path) -> None:
             assert seconds < 1.5, seconds
             assert ticks >= 10, ticks
             for query, nodes in zip(queries, results, strict=True):
-                expected = [(h.chunk_id, h.score) for h in kb.search(query, k=3)]
+                expected = [(hit_id(h), h.score) for h in kb.search(query, k=3)]
                 assert [(n.node.node_id, n.score) for n in nodes] == expected
 
             parser = ChunkwiseNodeParser(models=Models(config.models), chunker="semantic")

@@ -1,8 +1,10 @@
-"""What the LangChain and LlamaIndex adapters share: chunking a string with a named chunker, and the
-metadata a search hit carries into either framework."""
+"""What the LangChain and LlamaIndex adapters share: chunking a string with a named chunker, and the id
+and metadata a search hit carries into either framework."""
 
 from __future__ import annotations
 
+import json
+import uuid
 from typing import Any
 
 from chunkwise.api import verbatim_document
@@ -51,6 +53,19 @@ def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
         "unit_ids": list(chunk.unit_ids),
         "tokens": chunk.tokens,
     }
+
+
+#: The namespace of the ids :func:`hit_id` derives.
+HIT_ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "chunkwise:hit")
+
+
+def hit_id(hit: Hit) -> str:
+    """The id of a search hit in either framework: one per stored chunk, the same in every search. A
+    chunk id alone is not one per stored chunk: it derives from its document's text and its span, so
+    two documents with the same content (a file copied to two folders) share their chunk ids, and
+    LlamaIndex keeps one node of those that share an id. This is a UUID (the form the frameworks' own
+    ids take, and some vector stores require) derived from the document id and the chunk id."""
+    return str(uuid.uuid5(HIT_ID_NAMESPACE, json.dumps([hit.doc_id, hit.chunk_id])))
 
 
 def hit_metadata(hit: Hit) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import TextSplitter
 from pydantic import ConfigDict, Field
 
-from chunkwise.adapters.common import StringChunker, chunk_metadata, hit_metadata
+from chunkwise.adapters.common import StringChunker, chunk_metadata, hit_id, hit_metadata
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models.context import Models
 
@@ -28,10 +28,11 @@ from chunkwise.models.context import Models
 class ChunkwiseRetriever(BaseRetriever):
     """The ``k`` best chunks of a :class:`~chunkwise.kb.KnowledgeBase` for a query, after every stage the
     knowledge base's configuration enables, as LangChain ``Document`` s: ``page_content`` is the chunk's
-    text and ``metadata`` holds ``doc_id``, ``chunk_id``, ``start``, ``end``, ``score``, ``scores`` (per
-    stage) and ``header``. A call may ask for another number of hits, as LangChain's vector-store
-    retrievers allow: ``invoke(query, k=2)``; a ``k`` below 1 raises
-    :class:`~chunkwise.errors.QueryError`, any other keyword a ``TypeError``."""
+    text, ``id`` is one per stored chunk (:func:`~chunkwise.adapters.common.hit_id`) and ``metadata``
+    holds ``doc_id``, ``chunk_id``, ``start``, ``end``, ``score``, ``scores`` (per stage) and ``header``.
+    A call may ask for another number of hits, as LangChain's vector-store retrievers allow:
+    ``invoke(query, k=2)``; a ``k`` below 1 raises :class:`~chunkwise.errors.QueryError`, any other
+    keyword a ``TypeError``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -42,7 +43,7 @@ class ChunkwiseRetriever(BaseRetriever):
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
         hits = self.kb.search(query, k=self.k if k is None else k)
-        return [Document(page_content=h.text, metadata=hit_metadata(h)) for h in hits]
+        return [Document(id=hit_id(h), page_content=h.text, metadata=hit_metadata(h)) for h in hits]
 
     async def _aget_relevant_documents(
         self, query: str, *, run_manager: AsyncCallbackManagerForRetrieverRun, k: int | None = None

@@ -26,7 +26,7 @@ from llama_index.core.schema import (
 )
 from pydantic import Field, PrivateAttr
 
-from chunkwise.adapters.common import StringChunker, chunk_metadata, hit_metadata
+from chunkwise.adapters.common import StringChunker, chunk_metadata, hit_id, hit_metadata
 from chunkwise.errors import ConfigError
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models.context import Models
@@ -109,12 +109,14 @@ class ChunkwiseNodeParser(NodeParser):
 
 class ChunkwiseRetriever(BaseRetriever):
     """The ``k`` best chunks of a :class:`~chunkwise.kb.KnowledgeBase` for a query, after every stage its
-    configuration enables, as ``NodeWithScore`` s: each node holds the chunk's text, its offsets in its
-    document (``start_char_idx``, ``end_char_idx``), a ``SOURCE`` relationship to its document (so
-    ``ref_doc_id`` is the document id) and the metadata ``doc_id``, ``chunk_id``, ``start``, ``end``,
-    ``score``, ``scores`` and ``header``; the score is the final one. :data:`BOOKKEEPING_KEYS` are left
-    out of the node's embedding and LLM text. ``aretrieve`` searches in a worker thread, so the event
-    loop runs on and concurrent retrievals overlap."""
+    configuration enables, as ``NodeWithScore`` s: each node, its id one per stored chunk
+    (:func:`~chunkwise.adapters.common.hit_id`: two documents with the same content keep their own
+    nodes), holds the chunk's text, its offsets in its document (``start_char_idx``, ``end_char_idx``),
+    a ``SOURCE`` relationship to its document (so ``ref_doc_id`` is the document id) and the metadata
+    ``doc_id``, ``chunk_id``, ``start``, ``end``, ``score``, ``scores`` and ``header``; the score is the
+    final one. :data:`BOOKKEEPING_KEYS` are left out of the node's embedding and LLM text.
+    ``aretrieve`` searches in a worker thread, so the event loop runs on and concurrent retrievals
+    overlap."""
 
     def __init__(self, kb: KnowledgeBase, k: int = 4, **kwargs: Any) -> None:
         """Raises :class:`~chunkwise.errors.ConfigError` when ``k`` is less than 1."""
@@ -128,7 +130,7 @@ class ChunkwiseRetriever(BaseRetriever):
         return [
             NodeWithScore(
                 node=TextNode(
-                    id_=hit.chunk_id,
+                    id_=hit_id(hit),
                     text=hit.text,
                     start_char_idx=hit.start,
                     end_char_idx=hit.end,
