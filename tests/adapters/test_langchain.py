@@ -99,7 +99,8 @@ def test_blank_texts_give_no_chunks_and_do_not_abort_the_batch() -> None:
 
 def test_a_call_may_ask_for_another_number_of_hits(sample_kb: KnowledgeBase) -> None:
     """As with LangChain's vector-store retrievers, ``invoke(query, k=...)`` is honoured (sync and
-    async), not silently ignored; a ``k`` below 1 is refused, here and in the field."""
+    async), not silently ignored; a ``k`` below 1 is refused, here and in the field, and so is a ``k``
+    that is no whole number."""
     query = "How much does extra baggage cost?"
     retriever = ChunkwiseRetriever(kb=sample_kb, k=3)
     expected = [h.chunk_id for h in sample_kb.search(query, k=1)]
@@ -111,6 +112,11 @@ def test_a_call_may_ask_for_another_number_of_hits(sample_kb: KnowledgeBase) -> 
             retriever.invoke(query, k=bad)
         with pytest.raises(ValidationError):
             ChunkwiseRetriever(kb=sample_kb, k=bad)
+    for bad in (2.5, 2.0, True, "2"):  # a QueryError naming it, not a TypeError from deep inside a search
+        with pytest.raises(QueryError, match=f"k must be a whole number, got {bad!r}"):
+            retriever.invoke(query, k=bad)
+        with pytest.raises(QueryError, match="k must be a whole number"):
+            asyncio.run(retriever.ainvoke(query, k=bad))
 
 
 def test_each_chunk_gets_its_own_copy_of_nested_metadata() -> None:

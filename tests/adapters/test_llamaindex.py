@@ -109,6 +109,9 @@ def test_a_k_below_one_is_refused(sample_kb: KnowledgeBase) -> None:
             ChunkwiseRetriever(sample_kb, k=bad)
         with pytest.raises(QueryError, match="k must be at least 1"):
             sample_kb.search("extra baggage fees", k=bad)
+    for bad in (2.5, 2.0, True, "2", None):  # not a TypeError from deep inside a search
+        with pytest.raises(ConfigError, match=f"k must be a whole number, got {bad!r}"):
+            ChunkwiseRetriever(sample_kb, k=bad)  # type: ignore[arg-type]
 
 
 def test_bookkeeping_metadata_stays_out_of_embedding_and_llm_text(sample_kb: KnowledgeBase) -> None:

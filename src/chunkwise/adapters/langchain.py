@@ -20,7 +20,7 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import TextSplitter
 from pydantic import ConfigDict, Field
 
-from chunkwise.adapters.common import StringChunker, chunk_metadata, hit_id, hit_metadata
+from chunkwise.adapters.common import StringChunker, checked_k, chunk_metadata, hit_id, hit_metadata
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models.context import Models
 
@@ -31,8 +31,8 @@ class ChunkwiseRetriever(BaseRetriever):
     text, ``id`` is one per stored chunk (:func:`~chunkwise.adapters.common.hit_id`) and ``metadata``
     holds ``doc_id``, ``chunk_id``, ``start``, ``end``, ``score``, ``scores`` (per stage) and ``header``.
     A call may ask for another number of hits, as LangChain's vector-store retrievers allow:
-    ``invoke(query, k=2)``; a ``k`` below 1 raises :class:`~chunkwise.errors.QueryError`, any other
-    keyword a ``TypeError``."""
+    ``invoke(query, k=2)``; a ``k`` below 1 or not a whole number raises
+    :class:`~chunkwise.errors.QueryError`, any other keyword a ``TypeError``."""
 
     model_config = ConfigDict(arbitrary_types_allowed=True)
 
@@ -42,7 +42,7 @@ class ChunkwiseRetriever(BaseRetriever):
     def _get_relevant_documents(
         self, query: str, *, run_manager: CallbackManagerForRetrieverRun, k: int | None = None
     ) -> list[Document]:
-        hits = self.kb.search(query, k=self.k if k is None else k)
+        hits = self.kb.search(query, k=checked_k(self.k if k is None else k))
         return [Document(id=hit_id(h), page_content=h.text, metadata=hit_metadata(h)) for h in hits]
 
     async def _aget_relevant_documents(

@@ -26,7 +26,7 @@ from llama_index.core.schema import (
 )
 from pydantic import Field, PrivateAttr
 
-from chunkwise.adapters.common import StringChunker, chunk_metadata, hit_id, hit_metadata
+from chunkwise.adapters.common import StringChunker, checked_k, chunk_metadata, hit_id, hit_metadata
 from chunkwise.errors import ConfigError
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models.context import Models
@@ -119,9 +119,8 @@ class ChunkwiseRetriever(BaseRetriever):
     overlap."""
 
     def __init__(self, kb: KnowledgeBase, k: int = 4, **kwargs: Any) -> None:
-        """Raises :class:`~chunkwise.errors.ConfigError` when ``k`` is less than 1."""
-        if k < 1:
-            raise ConfigError(f"k must be at least 1, got {k}")
+        """Raises :class:`~chunkwise.errors.ConfigError` when ``k`` is less than 1 or not a whole number."""
+        k = checked_k(k, ConfigError)
         super().__init__(**kwargs)
         self.kb = kb
         self.k = k
