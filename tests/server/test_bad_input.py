@@ -78,6 +78,27 @@ def test_chunker_parameters_keep_their_json_types(client: httpx.Client) -> None:
 
 
 @pytest.mark.parametrize(
+    ("params", "name"),
+    [
+        ('{"overlap": NaN}', "overlap"),
+        ('{"max_size": Infinity}', "max_size"),
+        ('{"threshold": -Infinity}', "threshold"),
+    ],
+)
+def test_a_nan_or_infinite_parameter_is_a_400_naming_it(client: httpx.Client, params: str, name: str) -> None:
+    """Python's JSON reader takes ``NaN`` and ``Infinity``: such a number is a value out of range, 400
+    as the chunker would answer it, not a wrong type (422), in a JSON body and in a form alike."""
+    chunker = "semantic" if name == "threshold" else "fixed"
+    body = f'{{"text": "hello world", "chunker": "{chunker}", "params": {params}}}'
+    json_body = client.post("/v1/chunk", content=body, headers={"Content-Type": "application/json"})
+    assert _error(json_body, 400, "config_error").startswith(f"{name}: expected a finite number, got ")
+    form = client.post(
+        "/v1/chunk", files=[("file", ("a.md", b"# A\n\ntext"))], data={"chunker": chunker, "params": params}
+    )
+    assert _error(form, 400, "config_error").startswith(f"{name}: expected a finite number, got ")
+
+
+@pytest.mark.parametrize(
     ("chunker", "params", "message"),
     [
         (

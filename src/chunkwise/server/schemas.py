@@ -4,13 +4,15 @@ Every model forbids unknown fields (a ``path`` naming a file on the server is re
 takes JSON types as they are (``"k": "5"`` is a wrong type, not a five). Chunker parameters are typed as
 strictly (``"max_size": "10"`` and ``"max_size": 10.0`` are refused with 422 naming it, although the
 chunker, which parses the command line's strings and takes a whole float for an ``int``, would read
-either as ten), then checked twice: by :func:`check_remote_params` here,
-which refuses what would let a client reach the server's files or code, and then by the chunker itself
-(unknown names, values out of range).
+either as ten), then checked twice: by :func:`check_remote_params` here, which refuses what would let a
+client reach the server's files or code or multiply its work, and a NaN or infinite number (400, a value
+out of range rather than a wrong type), and then by the chunker itself (unknown names, values out of
+range).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationInfo, field_validator
@@ -78,10 +80,14 @@ class ChunkOptions(Body):
     def _typed_params(cls, params: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
         """Each parameter of a registered chunker as JSON typed it (see the module docstring). Another
         chunker name is refused by :func:`check_remote_params`, and so are the model parameters, whatever
-        their values."""
+        their values, and a NaN or infinite number (a number, so no wrong type: a value out of range)."""
         chunker = info.data.get("chunker")
         if chunker in CHUNKERS:
-            typed = {key: value for key, value in params.items() if key not in MODEL_PARAMS}
+            typed = {
+                key: value
+                for key, value in params.items()
+                if key not in MODEL_PARAMS and not _non_finite(value)
+            }
             try:
                 check_param_types(chunker, typed)
             except ConfigError as exc:
@@ -146,11 +152,15 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
 def check_remote_params(chunker: str, params: dict[str, Any]) -> None:
     """:class:`ConfigError` for a chunker or parameter a remote client may not choose: a chunker outside
     the registry (``package.module:Class`` would import code), a model spec, a size unit that names a
-    tokenizer file (``hf:<path>``), or a value outside :data:`REMOTE_BOUNDS` (or a ``logprob`` overlap
+    tokenizer file (``hf:<path>``), a NaN or infinite number (Python's JSON reader takes ``NaN`` and
+    ``Infinity``), or a value outside :data:`REMOTE_BOUNDS` (or a ``logprob`` overlap
     over half its window, which would score most of the text twice or more); and 422
     (:class:`ApiError`) for a tiktoken encoding the server does not have (tiktoken would download it)."""
     if chunker not in CHUNKERS:
         raise ConfigError(f"unknown chunker {chunker!r}: use one of {', '.join(CHUNKERS)}")
+    for key, value in params.items():
+        if _non_finite(value):
+            raise ConfigError(f"{key}: expected a finite number, got {value!r}")
     _check_bounds(chunker, params)
     for key in sorted(MODEL_PARAMS & set(params)):
         raise ConfigError(
@@ -194,3 +204,8 @@ def _check_bounds(chunker: str, params: dict[str, Any]) -> None:
                 f"overlap_chars must be at most half of window_chars ({window // 2}) on this server, "
                 f"got {overlap}"
             )
+
+
+def _non_finite(value: object) -> bool:
+    """Whether ``value`` is a NaN or infinite number."""
+    return isinstance(value, float) and not math.isfinite(value)
