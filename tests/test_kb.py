@@ -352,6 +352,18 @@ def test_a_k_below_one_is_refused(built, embedder):
                 kb.query.search("baggage", k=k)  # the pipeline itself, as the adapters call it
 
 
+@pytest.mark.parametrize("k", [2.5, 3.0, True, "3", None])
+def test_a_k_that_is_no_whole_number_is_refused(built, embedder, k):
+    """``k=2.5`` failed deep in the pipeline with a bare ``TypeError`` (slice indices must be integers),
+    and ``True`` was taken as 1."""
+    path, _ = built
+    with (
+        KnowledgeBase(path, models=Models(embedder=embedder)) as kb,
+        pytest.raises(QueryError, match="k must be a whole number"),
+    ):
+        kb.search("baggage", k=k)
+
+
 def _remote_models(server: OpenAIServer) -> dict:
     return {
         "models": {

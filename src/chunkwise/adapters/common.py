@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import json
 import uuid
-from numbers import Integral
 from typing import Any
 
 from chunkwise.api import verbatim_document
 from chunkwise.chunking import Chunk, get_chunker
-from chunkwise.errors import ChunkwiseError, QueryError
 from chunkwise.models.context import Models
 from chunkwise.parsing import parse_bytes
 from chunkwise.query.pipeline import Hit
@@ -55,18 +53,6 @@ def chunk_metadata(chunk: Chunk) -> dict[str, Any]:
         "unit_ids": list(chunk.unit_ids),
         "tokens": chunk.tokens,
     }
-
-
-def checked_k(k: object, error: type[ChunkwiseError] = QueryError) -> int:
-    """``k``, the number of hits a retriever returns, as an ``int``; ``error`` (a
-    :class:`~chunkwise.errors.QueryError` for the ``k`` of one call) names it unless it is a whole number
-    of at least 1: ``2.5`` or ``True`` is no number of hits, and below 1 a slice ``[:k]`` would drop
-    hits silently."""
-    if isinstance(k, bool) or not isinstance(k, Integral):
-        raise error(f"k must be a whole number, got {k!r}")
-    if k < 1:
-        raise error(f"k must be at least 1, got {k}")
-    return int(k)
 
 
 #: The namespace of the ids :func:`hit_id` derives.

@@ -20,9 +20,10 @@ from langchain_core.retrievers import BaseRetriever
 from langchain_text_splitters import TextSplitter
 from pydantic import ConfigDict, Field
 
-from chunkwise.adapters.common import StringChunker, checked_k, chunk_metadata, hit_id, hit_metadata
+from chunkwise.adapters.common import StringChunker, chunk_metadata, hit_id, hit_metadata
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models.context import Models
+from chunkwise.query.pipeline import checked_k
 
 
 class ChunkwiseRetriever(BaseRetriever):

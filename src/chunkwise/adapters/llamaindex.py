@@ -26,10 +26,11 @@ from llama_index.core.schema import (
 )
 from pydantic import Field, PrivateAttr
 
-from chunkwise.adapters.common import StringChunker, checked_k, chunk_metadata, hit_id, hit_metadata
+from chunkwise.adapters.common import StringChunker, chunk_metadata, hit_id, hit_metadata
 from chunkwise.errors import ConfigError
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models.context import Models
+from chunkwise.query.pipeline import checked_k
 
 #: Metadata this module adds for bookkeeping (ids, offsets, sizes, scores): kept on the nodes, but left
 #: out of the text LlamaIndex builds for an embedding model or an LLM, where it would only add noise.

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from numbers import Integral
 from typing import Any
 
 from chunkwise.config import PipelineConfig
-from chunkwise.errors import QueryError
+from chunkwise.errors import ChunkwiseError, QueryError
 from chunkwise.models.context import Models
 from chunkwise.models.protocols import Vectors
 from chunkwise.query.answer import Answer, AnswerGenerator, Source
@@ -51,6 +52,18 @@ class Hit(Span):
         }
 
 
+def checked_k(k: object, error: type[ChunkwiseError] = QueryError) -> int:
+    """``k``, the number of hits a retriever returns, as an ``int``; ``error`` (a
+    :class:`~chunkwise.errors.QueryError` for the ``k`` of one call) names it unless it is a whole number
+    of at least 1: ``2.5`` or ``True`` is no number of hits, and below 1 a slice ``[:k]`` would drop
+    hits silently."""
+    if isinstance(k, bool) or not isinstance(k, Integral):
+        raise error(f"k must be a whole number, got {k!r}")
+    if k < 1:
+        raise error(f"k must be at least 1, got {k}")
+    return int(k)
+
+
 class QueryPipeline:
     """Search, segments and answers over ``store`` as ``config`` says, with the models of ``models``."""
 
@@ -79,11 +92,10 @@ class QueryPipeline:
         """The ``k`` best chunks for ``query``; each hit carries the trace.
 
         Raises:
-            QueryError: ``query`` holds no word, or ``k`` is less than 1 (a slice ``[:k]`` would
-                silently drop the last hits instead).
+            QueryError: ``query`` holds no word, or ``k`` is no whole number of at least 1
+                (:func:`checked_k`).
         """
-        if k < 1:
-            raise QueryError(f"k must be at least 1, got {k}")
+        k = checked_k(k)
         trace = trace if trace is not None else Trace()
         return [
             Hit(c.doc_id, c.start, c.end, c.chunk_id, c.text, c.score, c.header, dict(c.scores), trace)
