@@ -4,6 +4,8 @@ that way, and a graph it cannot rewrite is refused with a typed error naming the
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -250,20 +252,56 @@ def test_an_unwritable_cache_names_the_folder_and_what_to_set(tmp_path: Path) ->
     assert str(source) in str(caught.value)
 
 
+#: Loads one bundled model with the model cache in ``sys.argv[1]`` in a process of its own (a process
+#: loads each bundled model once, whatever folder later callers name) and prints what became of it.
+LOAD_IN_FOLDER = """
+import sys
+from chunkwise.errors import ModelFileError
+from chunkwise.models import Models
+from chunkwise.models.config import ModelsConfig
+
+models = Models(ModelsConfig(cache_dir=sys.argv[1]))
+try:
+    model = models.embedder(sys.argv[3]) if sys.argv[2] == "embedder" else models.reranker(sys.argv[3])
+except ModelFileError as exc:
+    print("error:", exc)
+else:
+    print("build:", model.inner.build)
+"""
+
+
+def load_in_folder(folder: Path, role: str, spec: str) -> str:
+    """What :data:`LOAD_IN_FOLDER` printed."""
+    done = subprocess.run(
+        [sys.executable, "-c", LOAD_IN_FOLDER, str(folder), role, spec],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=300,
+    )
+    return done.stdout.strip()
+
+
 @pytest.mark.parametrize(
     ("role", "spec"), [("embedder", "local:bge-small"), ("reranker", "local:ms-marco-minilm")]
 )
 def test_a_configured_cache_folder_holds_the_built_graph(role: str, spec: str, tmp_path: Path) -> None:
-    models = Models(ModelsConfig(cache_dir=str(tmp_path / "cache")))
-    model = models.embedder(spec) if role == "embedder" else models.reranker(spec)
+    assert load_in_folder(tmp_path / "cache", role, spec) == f"build: {ROW_RECIPE}"
     built = list((tmp_path / "cache" / "models").glob(f"*-{ROW_RECIPE}.onnx"))
     assert len(built) == 1
-    assert model.inner.build == ROW_RECIPE
 
 
 def test_an_unwritable_configured_cache_folder_is_named(tmp_path: Path) -> None:
     blocked = tmp_path / "a-file"
     blocked.write_text("not a folder")
-    with pytest.raises(ModelFileError, match=r"models\.cache_dir or CHUNKWISE_CACHE_DIR") as caught:
-        Models(ModelsConfig(cache_dir=str(blocked))).embedder("local:bge-small")
-    assert str(blocked / "models") in str(caught.value)
+    printed = load_in_folder(blocked, "embedder", "local:bge-small")
+    assert printed.startswith("error:")
+    assert "models.cache_dir or CHUNKWISE_CACHE_DIR" in printed
+    assert str(blocked / "models") in printed
+
+
+@pytest.mark.parametrize("spec", ["local:minilm", "local:bge-small"])
+def test_contexts_of_other_cache_folders_share_one_loaded_model(spec: str, tmp_path: Path) -> None:
+    first = Models(ModelsConfig(cache_dir=str(tmp_path / "a"), cache=False)).embedder(spec).inner
+    second = Models(ModelsConfig(cache_dir=str(tmp_path / "b"), cache=False)).embedder(spec).inner
+    assert first is second

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
@@ -119,9 +120,9 @@ def factory(role: Role, backend: str) -> BackendFactory:
 
 
 def bundled(role: Role, name: str, cache_dir: Path) -> Any:
-    """The bundled model ``local:<name>`` of ``role`` (see :data:`BUNDLED`), its built graph kept in
-    ``cache_dir/models``, loaded once per process and cache folder; :class:`ConfigError` naming the
-    bundled ones when there is none of that name."""
+    """The bundled model ``local:<name>`` of ``role`` (see :data:`BUNDLED`), loaded once per process
+    (:func:`_load_bundled`), a graph it builds kept in ``cache_dir/models``; :class:`ConfigError`
+    naming the bundled ones when there is none of that name."""
     target = BUNDLED.get(role, {}).get(name)
     if target is None:
         known = ", ".join(f"local:{n}" for n in sorted(BUNDLED.get(role, {})))
@@ -139,11 +140,22 @@ def _resolve(target: str, what: str) -> Any:
         raise ConfigError(f"cannot load {what} ({target}): {exc}") from exc
 
 
-@functools.cache
+#: The bundled models loaded in this process, by target, and the lock that loads each once.
+_LOADED: dict[str, Any] = {}
+_LOADING = threading.Lock()
+
+
 def _load_bundled(target: str, cache_dir: Path) -> Any:
-    """The model the :class:`BundledFactory` ``target`` builds for ``cache_dir``, built once per process."""
-    made: BundledFactory = _resolve(target, "a bundled model")
-    return made(cache_dir)
+    """The model the :class:`BundledFactory` ``target`` builds, built once per process, whatever the
+    cache folder of later callers: a graph built from a shipped file is named by that file's digest and
+    the recipe, so it is the same in every folder, and a second copy of the model in memory (tens of
+    megabytes, per knowledge base of another ``cache_dir`` in a server) would compute the same results.
+    The first caller's ``cache_dir`` holds the build."""
+    with _LOADING:
+        if target not in _LOADED:
+            made: BundledFactory = _resolve(target, "a bundled model")
+            _LOADED[target] = made(cache_dir)
+        return _LOADED[target]
 
 
 def model_name(backend: str, rest: str) -> str:
