@@ -7,7 +7,7 @@ SQL identifier is a :class:`~chunkwise.errors.StoreURLError`. The libpq paramete
 were written, never re-encoded: libpq decodes each once, keeping a ``+`` a plus sign, so
 ``options=-c%20lock_timeout%3D2s`` sets ``lock_timeout``. The password may come from the URL, from
 ``PGPASSWORD`` or from a ``.pgpass`` file (libpq reads both); :attr:`PgLocation.display`, the only form
-that appears in messages, never holds it.
+that appears in messages, never holds it, and :meth:`PgLocation.scrub` removes it from libpq's messages.
 
 A password may be written with characters a URL reserves (``/ ? # @ : &``) left unescaped, and then
 Python's URL splitter, libpq and the person who wrote it each read a different password. Redaction
@@ -31,6 +31,12 @@ _IDENTIFIER = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 _SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*://")
 #: Query parameters that carry secrets and are never shown.
 _SECRET_PARAMS = frozenset({"password", "sslpassword"})
+#: Characters at which libpq cuts a misplaced or badly escaped password, echoing a piece of it (the value
+#: up to a bad ``%`` escape, a port read from before a ``/``, a parameter read from after a ``&``).
+_CUTS = "/?#@:&%"
+#: Pieces of a password shorter than this are not scrubbed from messages (they would match ordinary
+#: words); the whole password is, whatever its length.
+_MIN_PIECE = 4
 #: The reason for each error of :func:`urllib.parse.urlsplit`, recognised by its text: that text quotes
 #: the URL (the password among it), so it never reaches a message itself.
 _SPLIT_PROBLEMS = (
@@ -43,12 +49,20 @@ _SPLIT_PROBLEMS = (
 
 @dataclass(frozen=True, slots=True)
 class PgLocation:
-    """A parsed store URL: ``conninfo`` for libpq, the ``schema``, and ``display`` for messages."""
+    """A parsed store URL: ``conninfo`` for libpq, the ``schema``, ``display`` for messages, and
+    ``secrets``: every text of the URL that is or may be a password, or a piece of one that libpq may
+    echo in a message, longest first."""
 
     conninfo: str
     schema: str
     display: str
-    password: str | None
+    secrets: tuple[str, ...]
+
+    def scrub(self, text: str) -> str:
+        """``text`` (a libpq or server message) with each of :attr:`secrets` replaced by ``***``."""
+        for secret in self.secrets:
+            text = text.replace(secret, "***")
+        return text
 
 
 def _query(query: str) -> list[tuple[str, str, str]]:
@@ -114,6 +128,19 @@ def _merged(spans: list[tuple[int, int]]) -> list[tuple[int, int]]:
     return merged
 
 
+def _pieces(secret: str) -> set[str]:
+    """``secret`` as written and percent-decoded, and each piece of either form that libpq may echo on
+    its own: the text before and after each of :data:`_CUTS` (at least :data:`_MIN_PIECE` long)."""
+    pieces = set()
+    for form in {secret, unquote(secret)}:
+        pieces.add(form)
+        for i, c in enumerate(form):
+            if c in _CUTS:
+                pieces.update(p for p in (form[:i], form[i + 1 :]) if len(p) >= _MIN_PIECE)
+    pieces.discard("")
+    return pieces
+
+
 def _split(url: str) -> tuple[str, str, list[tuple[int, int]], list[tuple[int, int]]]:
     """``url``'s scheme with its ``://``, the rest, and the spans of the rest that may hold a password
     (see :func:`_authority_secrets`) or a secret parameter (see :func:`_parameter_secrets`); a text
@@ -123,6 +150,16 @@ def _split(url: str) -> tuple[str, str, list[tuple[int, int]], list[tuple[int, i
         return "", url, [], []
     rest = url[match.end() :]
     return url[: match.end()], rest, _authority_secrets(rest), _parameter_secrets(rest)
+
+
+def secrets(url: str) -> tuple[str, ...]:
+    """Every text of ``url`` that is or may be a password, and the pieces of it that libpq may echo
+    (see :func:`_pieces`), longest first, so that a longer one is replaced before a piece of it."""
+    _, rest, authority, parameters = _split(url)
+    values = [rest[start + 1 : end] for start, end in authority]
+    values += [rest[start:end].partition("=")[2] for start, end in parameters]
+    pieces = set().union(*(_pieces(value) for value in values))
+    return tuple(sorted(pieces, key=lambda piece: (-len(piece), piece)))
 
 
 def redact(url: str) -> str:
@@ -179,10 +216,9 @@ def parse(url: str) -> PgLocation:
         raise StoreURLError(display, "not a PostgreSQL URL (expected postgresql://user@host:port/db)")
     if not parts.hostname and not parts.path.strip("/"):
         raise StoreURLError(display, "a PostgreSQL URL needs a host or a database name")
-    params = _query(parts.query)
     schema = DEFAULT_SCHEMA
     libpq = []
-    for text, key, value in params:
+    for text, key, value in _query(parts.query):
         if key == "schema":
             schema = value
         else:
@@ -192,5 +228,4 @@ def parse(url: str) -> PgLocation:
             display, f"schema {schema!r} is not a plain identifier (lower-case letters, digits, _)"
         )
     conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, "&".join(libpq), ""))
-    password = parts.password or {key: value for _, key, value in params}.get("password")
-    return PgLocation(conninfo, schema, display, password)
+    return PgLocation(conninfo, schema, display, secrets(url))

@@ -51,6 +51,7 @@ from chunkwise.errors import (
     StoreError,
     StoreExtensionError,
     StoreUnavailableError,
+    StoreURLError,
 )
 from chunkwise.models.protocols import Vectors
 from chunkwise.store import pgurl
@@ -251,10 +252,10 @@ GROUP BY p.chunk_key ORDER BY score DESC, p.chunk_key LIMIT %(k)s
 """
 
 
-def _one_line(text: str, password: str | None) -> str:
-    """A server or libpq message on one line, the password (if any) replaced."""
-    line = "; ".join(part.strip() for part in str(text).splitlines() if part.strip())
-    return line.replace(password, "***") if password else line
+def _one_line(text: str, where: pgurl.PgLocation) -> str:
+    """A server or libpq message on one line, every form and echoed piece of the URL's password replaced
+    (see :meth:`.pgurl.PgLocation.scrub`)."""
+    return where.scrub("; ".join(part.strip() for part in str(text).splitlines() if part.strip()))
 
 
 def _execute_script(conn: Any, script: str) -> None:
@@ -382,7 +383,7 @@ class PostgresStore:
     def _failure(self, exc: Exception) -> StoreError:
         """The typed error for a failed connection (never holding the password)."""
         state = getattr(exc, "sqlstate", None) or ""
-        message = _one_line(str(exc), self._where.password)
+        message = _one_line(str(exc), self._where)
         lowered = message.lower()
         auth_words = ("password authentication failed", "no password supplied", "authentication failed")
         if state in _AUTH_STATES or any(word in lowered for word in auth_words):
@@ -390,12 +391,22 @@ class PostgresStore:
         return StoreUnavailableError(self.location, f"cannot reach the database: {message}")
 
     def _connect(self) -> Any:
-        """One connection outside the pool, for opening the store (errors classified)."""
+        """One connection outside the pool, for opening the store (errors classified). libpq refuses a
+        URL it cannot read (a bad ``%`` escape, a parameter without a value) with a ``ProgrammingError``
+        that quotes the offending text, password included: it is a :class:`StoreURLError`, scrubbed
+        like every other failure. So is text psycopg cannot pass on (a ``%`` escape of bytes that are
+        not UTF-8, a host name that is not valid IDNA), its error text not shown: it quotes that text."""
         import psycopg
 
         try:
             return psycopg.connect(self._where.conninfo, connect_timeout=10)
-        except psycopg.OperationalError as exc:
+        except psycopg.ProgrammingError as exc:
+            reason = _one_line(str(exc), self._where)
+            raise StoreURLError(self.location, f"libpq cannot read the URL ({reason})") from None
+        except UnicodeError:
+            reason = "a % escape stands for bytes that are not UTF-8, or the host name is not valid IDNA"
+            raise StoreURLError(self.location, f"libpq cannot read the URL ({reason})") from None
+        except psycopg.Error as exc:
             raise self._failure(exc) from None
 
     def _configure(self, conn: Any) -> None:
@@ -547,7 +558,7 @@ class PostgresStore:
             with conn.transaction():
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except psycopg.Error as exc:
-            reason = _one_line(str(exc), self._where.password)
+            reason = _one_line(str(exc), self._where)
             raise StoreExtensionError(
                 self.location,
                 f"the pgvector extension ('vector') is missing from this database and "
