@@ -1,17 +1,18 @@
 """The HNSW graph of a SQLite store follows its writes: after documents are added or removed, the next
 search brings the saved graph up to date (its stamp counts the chunks changed since it was last built
 whole) instead of building it again, and builds it whole when it cannot prove the graph's vectors are
-still the store's (a re-embedding, keys given again), when the saved graph is damaged, or when too much
-changed."""
+still the store's (a re-embedding, keys given again, a backup of the database restored), when the saved
+graph is damaged, or when too much changed."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from chunkwise.store import StoreSettings
@@ -164,6 +165,69 @@ def test_keys_given_again_rebuild_the_graph_whole(tmp_path):
             assert store.dense(index.matrix[row], 1)[0][0] == index.keys[row]
 
 
+def reopened(directory: Path) -> SQLiteStore:
+    """The store in ``directory``, opened again (as another process would)."""
+    return SQLiteStore(directory, StoreSettings(hnsw_threshold=THRESHOLD))
+
+
+def restore(directory: Path, backup: Path) -> None:
+    """Put the copy ``backup`` of the database back in place, the graph and its stamp left as they are
+    (no connection is open, so the database is the whole file: the last connection to close folds its
+    write-ahead log into it and deletes it)."""
+    assert not list(directory.glob("kb.sqlite-*"))
+    shutil.copyfile(backup, directory / "kb.sqlite")
+
+
+@pytest.mark.parametrize("after", [(60,), (60, 61)], ids=["to the lost generation", "past it"])
+def test_a_restored_backup_rebuilds_the_graph_of_the_lost_writes_whole(tmp_path, after):
+    """A backup of the database restored after a write whose graph was saved: the restored store numbers
+    its next writes as the lost ones were and gives their chunks the lost ones' keys (SQLite's largest
+    key + 1), so generation, keys and count of removals agree with the saved graph's stamp. The graph of
+    the lost writes is neither loaded as it is (the same generation and keys again) nor brought up to
+    date (a later generation): it is built whole, and a chunk's own vector finds that chunk."""
+    backup = tmp_path / "backup.sqlite"
+    with filled(tmp_path):
+        pass
+    shutil.copyfile(tmp_path / "kb.sqlite", backup)
+    with reopened(tmp_path) as store:
+        add(store, 50)
+        search(store)
+        assert changed(tmp_path) == CHUNKS
+        lost = store.dense_index().keys[-CHUNKS:].tolist()
+    restore(tmp_path, backup)
+    with reopened(tmp_path) as store:
+        for i in after:
+            add(store, i)
+        index = store.dense_index()
+        assert set(lost) <= set(index.keys.tolist())  # the lost writes' keys, given again
+        search(store)
+        assert changed(tmp_path) == 0
+        assert_follows_the_store(store)
+        for key in lost[::9]:
+            row = int(np.searchsorted(index.keys, key))
+            assert store.dense(index.matrix[row], 1)[0][0] == key
+
+
+def test_writes_after_a_restored_backup_update_the_graph_built_for_them(tmp_path):
+    """Once the graph is built for the restored history, its next write updates it as usual."""
+    backup = tmp_path / "backup.sqlite"
+    with filled(tmp_path):
+        pass
+    shutil.copyfile(tmp_path / "kb.sqlite", backup)
+    with reopened(tmp_path) as store:
+        add(store, 50)
+        search(store)
+    restore(tmp_path, backup)
+    with reopened(tmp_path) as store:
+        add(store, 60)
+        search(store)
+        assert changed(tmp_path) == 0
+        add(store, 61)
+        search(store)
+        assert changed(tmp_path) == CHUNKS
+        assert_follows_the_store(store)
+
+
 def test_a_damaged_saved_graph_is_rebuilt_whole(tmp_path):
     with filled(tmp_path) as store:
         graph = tmp_path / GRAPH
@@ -222,3 +286,50 @@ def test_any_writes_leave_the_graph_holding_the_live_chunks(tmp_path_factory, ba
             for seed in range(3):
                 assert set(search(store, k=20, seed=seed)) <= live
             assert set(np.asarray(index.graph().keys).tolist()) == live
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@example([("write", [30], [], True), ("restore", [], [], False), ("write", [31, 32], [], True)])
+@example([("write", [30], [], True), ("restore", [], [], False), ("write", [31], [], True)])
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(["write", "write", "back up", "restore"]),
+            st.lists(st.integers(0, 39), max_size=2),
+            st.lists(st.integers(0, 39), max_size=2),
+            st.booleans(),
+        ),
+        min_size=1,
+        max_size=8,
+    )
+)
+def test_any_writes_and_restored_backups_leave_the_graph_holding_the_store_vectors(tmp_path_factory, steps):
+    """Any sequence of batches of writes (documents added with vectors of a seed of their own, documents
+    removed), backups of the database and restores of the latest backup, each through a store opened
+    again and some followed by a search: after each search the graph holds exactly the store's chunks,
+    each under the vector the store gives it (30 documents of 20 chunks at first, so that a batch or
+    two is an update). The examples: a restore undoes a write whose graph was saved, and the next write
+    reaches the same generation and keys, or passes them."""
+    directory = tmp_path_factory.mktemp("kb")
+    backup = directory.parent / f"{directory.name}.backup"
+    size, seeds = 100, iter(range(1000, 2000))  # 20 chunks a document; each put new vectors
+    with SQLiteStore(directory, StoreSettings(hnsw_threshold=100)) as store:
+        for i in range(30):
+            put(store, doc(i), size=size, seed=i)
+    shutil.copyfile(directory / "kb.sqlite", backup)
+    for step, adds, removes, searched in steps:
+        if step == "back up":
+            shutil.copyfile(directory / "kb.sqlite", backup)
+        elif step == "restore":
+            restore(directory, backup)
+        with SQLiteStore(directory, StoreSettings(hnsw_threshold=100)) as store:
+            if step == "write":
+                for i in adds:
+                    put(store, doc(i), size=size, seed=next(seeds))
+                for i in removes:
+                    store.delete(doc(i).id)
+            if searched:
+                index = store.dense_index()
+                graph = index.graph()
+                assert sorted(np.asarray(graph.keys).tolist()) == index.keys.tolist()
+                np.testing.assert_allclose(graph.get(index.keys), index.graph_vectors(), atol=1e-6)

@@ -7,9 +7,10 @@ use and saved next to the database with a stamp of the store generation it was b
 :mod:`.sidecar`), so another process reuses it. When the store changes, the saved graph follows it
 (:meth:`DenseIndex.graph`): the removed chunks' nodes are removed and the added chunks' vectors added,
 instead of the whole graph being built again (minutes at 100k chunks), as long as the stamp proves
-that every chunk the graph and the store share still has the vector the graph was given, and the
-changes since the graph was last built whole stay below :data:`UPDATE_SHARE`. Its recall@10 against
-the exact search is measured in the tests and in ``bench/pipeline_latency.py``
+that the store's history passed through the state the graph was built from (the token of its
+generation) and that every chunk the graph and the store share still has the vector the graph was
+given, and the changes since the graph was last built whole stay below :data:`UPDATE_SHARE`. Its
+recall@10 against the exact search is measured in the tests and in ``bench/pipeline_latency.py``
 (``bench/hnsw_update.py`` for a graph brought up to date). With passage
 windows the graph of the chunks' vectors proposes candidates that are scored exactly by their windows
 (see :meth:`DenseIndex.search`). Those windows (about eight 1.5 KB vectors per 2,000-character chunk) are
@@ -60,6 +61,10 @@ WINDOW_BLOCK = 4096
 #: window (each chunk's windows together, in their order) and their vectors. Keys without windows are
 #: absent.
 WindowReader = Callable[[Keys], tuple[Keys, Vectors]]
+#: The token the store's history holds for an earlier generation than an index's ("" when it holds none):
+#: the same token as a stamp's proves the store descends from the state the stamped graph was built
+#: from (see :data:`.sqlite_schema.GENERATIONS_TABLE`).
+Lineage = Callable[[int], str]
 #: HNSW search breadth (usearch's ``expansion_search``; its default is 64): 128 buys recall for ~10% time.
 EXPANSION_SEARCH = 128
 #: The most chunks, as a share of the store's, that may have been removed or added since the graph was
@@ -142,8 +147,10 @@ class DenseIndex:
     vectors, or ``read_windows``, which reads them from the store when they are needed (``windows`` then
     stays empty). A chunk scores its best cosine, whole or window. Its HNSW graph is saved in
     ``directory`` unless ``save`` is false (a read-only store). ``removals``: the store's count of vectors
-    ever removed, read with ``generation`` (``None`` when unknown: a saved graph of another generation is
-    then never brought up to date, only built again; see :meth:`graph`)."""
+    ever removed, read with ``generation``, ``token``: the random token the store holds for
+    ``generation``, and ``lineage``: the tokens its history holds for earlier ones (``None``, or ``""``,
+    when unknown: a saved graph of another generation is then never brought up to date, only built again;
+    see :meth:`graph`)."""
 
     def __init__(
         self,
@@ -157,6 +164,8 @@ class DenseIndex:
         read_windows: WindowReader | None = None,
         store: str = "",
         removals: int | None = None,
+        token: str = "",
+        lineage: Lineage | None = None,
     ) -> None:
         self.keys = keys
         self.matrix = matrix
@@ -178,6 +187,8 @@ class DenseIndex:
         self.store = store
         self._read_windows = read_windows
         self.removals = removals
+        self.token = token
+        self._lineage = lineage
         self._hnsw: Any = None
 
     def __len__(self) -> int:
@@ -294,10 +305,10 @@ class DenseIndex:
         return vectors
 
     def graph(self) -> Any:
-        """The HNSW graph: the saved one when its stamp says it is this generation's and intact (the bytes
-        checked are the bytes loaded), or the saved one of an earlier generation brought up to date when
-        it can be (:meth:`_updated`), else built from the vectors; saved, when it was not loaded as it
-        is, unless the store is read-only."""
+        """The HNSW graph: the saved one when its stamp says it is this generation's (its token too) and
+        intact (the bytes checked are the bytes loaded), or the saved one of an earlier generation
+        brought up to date when it can be (:meth:`_updated`), else built from the vectors; saved, when it
+        was not loaded as it is, unless the store is read-only."""
         if self._hnsw is not None:
             return self._hnsw
         path, stamp = self.directory / GRAPH, self.directory / STAMP
@@ -307,7 +318,14 @@ class DenseIndex:
         if (
             saved is not None
             and stamp_state(
-                stamp, self.generation, self.keys, path, variant, store=self.store, found=found
+                stamp,
+                self.generation,
+                self.keys,
+                path,
+                variant,
+                store=self.store,
+                found=found,
+                token=self.token,
             ).usable
         ):
             index = self._new_graph()
@@ -332,6 +350,7 @@ class DenseIndex:
                     variant=variant,
                     store=self.store,
                     counts=counts,
+                    token=self.token,
                 )
         self._hnsw = index
         return index
@@ -348,12 +367,15 @@ class DenseIndex:
         """The graph saved (``saved``, whose digests are ``found``) for an earlier generation of this
         store, brought up to this one: the removed chunks' nodes removed, the added chunks' vectors added;
         with the chunks removed or added since it was last built whole. ``None`` (build it whole) unless
-        its stamp vouches for these bytes, names this store, an earlier generation and this ``variant``,
-        the graph is of this dimension and holds the keys its stamp names, the changes stay within
-        :data:`UPDATE_SHARE`, and every chunk it shares with this index still has the vector it was
-        given.
+        its stamp vouches for these bytes, names this store, an earlier generation whose token the store's
+        history holds (:data:`Lineage`) and this ``variant``, the graph is of this dimension and holds the
+        keys its stamp names, the changes stay within :data:`UPDATE_SHARE`, and every chunk it shares
+        with this index still has the vector it was given.
 
-        That last proof comes from the store's count of removed vectors (``removals``): SQLite gives an
+        The token proves the store's history passed through the state the graph was built from: a
+        generation number and a count do not, as a database restored from a backup numbers its writes
+        again as the lost ones were, and gives their chunks the lost ones' keys. Within that history, the
+        last proof comes from the store's count of removed vectors (``removals``): SQLite gives an
         added chunk a new key unless the chunks of the largest keys were removed first, and a
         re-embedding replaces vectors under their keys, but both move the count (a re-embedding by one,
         without removing a key). So when the count moved by exactly the number of the graph's keys that
@@ -372,6 +394,9 @@ class DenseIndex:
             or recorded.variant != variant
             or recorded.files != found
             or recorded.generation >= self.generation
+            or not recorded.token
+            or self._lineage is None
+            or self._lineage(recorded.generation) != recorded.token
         ):
             return None
         index = self._new_graph()

@@ -4,12 +4,14 @@ A sidecar index is a cache of one store generation: it is built from the databas
 it, and reused by any process that finds it current. Its stamp (a small JSON file) says which database
 (its random ``store`` id: a sidecar left by an earlier database in the same directory is not taken for
 this one's, although a new database numbers its generations and chunk keys from 1 again) and which
-generation it was built for, a digest of the chunk keys it covers and a digest of each of its files (so
-a truncated or overwritten file is rebuilt instead of being loaded: a graph library reading a damaged
-file can crash the process). :func:`stamp_state` says whether a saved sidecar can be used and, when it
-claims to be current but is not, why, which ``check()`` reports. A stamp may also carry counts its
-sidecar's own code reads back (:attr:`Stamp.counts`): the HNSW graph's tell whether a graph of an
-earlier generation can be brought up to date instead of built again (:mod:`.dense`).
+generation it was built for (with that generation's random ``token`` where the store draws one: a
+database restored from a backup reaches the same generation numbers again with other data), a digest
+of the chunk keys it covers and a digest of each of its files (so a truncated or overwritten file is
+rebuilt instead of being loaded: a graph library reading a damaged file can crash the process).
+:func:`stamp_state` says whether a saved sidecar can be used and, when it claims to be current but is
+not, why, which ``check()`` reports. A stamp may also carry counts its sidecar's own code reads back
+(:attr:`Stamp.counts`): the HNSW graph's tell whether a graph of an earlier generation can be brought
+up to date instead of built again (:mod:`.dense`).
 
 Several processes may build the same sidecar at once (server workers sharing a store). :func:`publish`
 lets each build under a name of its own, digests what it built before moving it into place and writes
@@ -86,12 +88,13 @@ def publish(
     variant: str = "",
     store: str = "",
     counts: Mapping[str, int] | None = None,
+    token: str = "",
 ) -> None:
     """Move the sidecar built at ``built`` (a :func:`scratch_path`) to ``saved`` and stamp it as covering
-    ``keys`` of ``generation`` of database ``store``, built as ``variant`` says (when an index can be
-    built from the same rows in more than one way), with the ``counts`` its own code reads back
-    (:attr:`Stamp.counts`). The digests are taken of what was built, before the move, and the stamp is
-    written last, whole (see the module docstring)."""
+    ``keys`` of ``generation`` (whose token is ``token``) of database ``store``, built as ``variant``
+    says (when an index can be built from the same rows in more than one way), with the ``counts`` its
+    own code reads back (:attr:`Stamp.counts`). The digests are taken of what was built, before the
+    move, and the stamp is written last, whole (see the module docstring)."""
     files = file_digests(built, saved.name)
     body: dict[str, object] = {
         "generation": generation,
@@ -105,6 +108,8 @@ def publish(
         body["store"] = store
     if counts:
         body["counts"] = dict(counts)
+    if token:
+        body["token"] = token
     try:
         if built.is_dir():  # a folder cannot be replaced while it holds files: the old one goes first
             shutil.rmtree(saved, ignore_errors=True)
@@ -123,9 +128,9 @@ def publish(
 @dataclass(frozen=True, slots=True)
 class Stamp:
     """What a stamp records (:func:`publish`): the ``generation`` of database ``store`` the sidecar was
-    built for, the digest of the chunk ``keys`` it covers, the digest of each of its ``files``, the
-    ``variant`` it was built as, and ``counts``: numbers the sidecar's own code records and reads back
-    (the HNSW graph's, :mod:`.dense`)."""
+    built for and its ``token`` ("" when none was recorded), the digest of the chunk ``keys`` it
+    covers, the digest of each of its ``files``, the ``variant`` it was built as, and ``counts``: numbers
+    the sidecar's own code records and reads back (the HNSW graph's, :mod:`.dense`)."""
 
     generation: int
     keys: str
@@ -133,6 +138,7 @@ class Stamp:
     variant: str = ""
     store: str = ""
     counts: dict[str, int] = field(default_factory=dict)
+    token: str = ""
 
 
 def read_stamp(stamp: Path) -> Stamp:
@@ -147,6 +153,7 @@ def read_stamp(stamp: Path) -> Stamp:
         variant=str(body.get("variant", "")),
         store=str(body.get("store", "")),
         counts={str(name): int(count) for name, count in dict(body.get("counts", {})).items()},
+        token=str(body.get("token", "")),
     )
 
 
@@ -169,18 +176,20 @@ def stamp_state(
     *,
     store: str = "",
     found: Mapping[str, str] | None = None,
+    token: str = "",
 ) -> StampState:
-    """Can the sidecar saved at ``saved``, stamped by ``stamp``, serve ``keys`` of ``generation`` of
-    database ``store``, built as ``variant``? ``found``: the digests of the sidecar's files as the caller
-    read them (:func:`file_digests`), which it then loads; by default they are read from ``saved``."""
+    """Can the sidecar saved at ``saved``, stamped by ``stamp``, serve ``keys`` of ``generation`` (whose
+    token is ``token``, "" for none) of database ``store``, built as ``variant``? ``found``: the digests
+    of the sidecar's files as the caller read them (:func:`file_digests`), which it then loads; by
+    default they are read from ``saved``."""
     try:
         recorded = read_stamp(stamp)
     except FileNotFoundError:
         return StampState(False)
     except (OSError, ValueError, KeyError, TypeError) as exc:
         return StampState(False, f"{stamp.name} is unreadable ({type(exc).__name__})")
-    if recorded.generation != generation or recorded.store != store:
-        return StampState(False)  # stale, or another database's: rebuilt on use
+    if recorded.generation != generation or recorded.store != store or recorded.token != token:
+        return StampState(False)  # stale, or another database's or history's: rebuilt on use
     if recorded.keys != keys_digest(keys):
         return StampState(False, f"{saved.name} was built for other chunks than the store holds")
     if found is None:

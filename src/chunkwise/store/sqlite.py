@@ -72,13 +72,14 @@ from chunkwise.store.sqlite_files import check_usable, damage, shm_path, wal_fra
 from chunkwise.store.sqlite_reembed import SQLiteReembedding, stored_for_embedding
 from chunkwise.store.sqlite_repair import check_database, salvage
 from chunkwise.store.sqlite_schema import (
+    COMPLETION,
     DB_NAME,
     SCHEMA_VERSION,
     complete_schema,
     create_schema,
     fts_body,
+    installed,
     rebuild_fts,
-    schema_complete,
 )
 from chunkwise.terms import search_terms
 
@@ -211,18 +212,19 @@ class SQLiteStore:
             return
         if self.read_only or (self._damaged_ok and self.damage):
             return  # nothing is written to a damaged store before repair() copies what it can read
-        if not self._complete():  # a store made by an earlier release
+        if self._installed() != COMPLETION:  # a store made by an earlier release
             with self._write(bump=False) as db:
                 complete_schema(db)
         if not self.store_id():  # made before stores had ids: the first writer gives it one
             with self._write(bump=False) as db:
                 db.execute("INSERT OR IGNORE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
 
-    def _complete(self) -> bool:
-        """True when the database has the tables and triggers of this release (:func:`schema_complete`)."""
+    def _installed(self) -> frozenset[str]:
+        """Which of the tables and triggers that stores made by earlier releases lack the database has
+        (:func:`.sqlite_schema.installed`)."""
         with self._lock:
             try:
-                return schema_complete(self._db)
+                return installed(self._db)
             except sqlite3.Error as exc:
                 raise self._failure(exc) from exc
 
@@ -621,12 +623,17 @@ class SQLiteStore:
             problems = list(self.damage)
             problems += check_database(self._db, int(self._meta_or("dim", "0")))
             try:
-                keys, generation = self.dense_index().keys, self.generation()
+                index = self.dense_index()
             except StoreError:
                 return problems  # the vectors cannot be read: reported above, and no sidecar can be checked
             for saved, stamp in SIDECARS:
                 state = stamp_state(
-                    self.directory / stamp, generation, keys, self.directory / saved, store=self.store_id()
+                    self.directory / stamp,
+                    index.generation,
+                    index.keys,
+                    self.directory / saved,
+                    store=self.store_id(),
+                    token=index.token if stamp == dense.STAMP else "",  # the bm25s index records none
                 )
                 if state.problem:
                     problems.append(state.problem)
@@ -778,7 +785,8 @@ class SQLiteStore:
             )
             if old is not None:
                 keys, matrix = np.concatenate([old.keys, keys]), np.concatenate([old.matrix, matrix])
-            complete = self._complete()
+            parts = self._installed()
+            complete = "windows" in parts  # a store of an earlier release opened read-only has none
             on_disk = complete and self._graph_searched(len(keys))
             owners, window_matrix = self._vector_rows([])
             orphans = 0
@@ -805,6 +813,7 @@ class SQLiteStore:
                     self.location, f"{orphans} passage windows belong to no stored vector; {REPAIR_HINT}"
                 )
             stored_windows = on_disk and bool(self._rows("SELECT EXISTS (SELECT 1 FROM windows)")[0][0])
+            token = self._token(generation) if "generations" in parts else ""
             self._dense = DenseIndex(
                 keys,
                 matrix,
@@ -815,9 +824,34 @@ class SQLiteStore:
                 read_windows=self._window_reader(generation) if stored_windows else None,
                 store=self.store_id(),
                 removals=int(removals) if removals is not None else None,
+                token=token,
+                lineage=self._lineage(generation, token) if token else None,
             )
             self._dense_removals = removals
         return self._dense
+
+    def _token(self, generation: int) -> str:
+        """The token the store holds for ``generation`` ("" when none: a generation made before tokens
+        were recorded, or no longer among the latest; :data:`.sqlite_schema.GENERATIONS_TABLE`)."""
+        rows = self._rows("SELECT token FROM generations WHERE generation = ?", (generation,))
+        return str(rows[0][0]) if rows else ""
+
+    def _lineage(self, generation: int, token: str) -> dense.Lineage:
+        """For the index of ``generation``, whose token is ``token``: the token the store's history holds
+        for an earlier generation ("" when none). Both are read in one statement, and the earlier one
+        counts only while the database still holds ``token`` for ``generation``: a database replaced
+        since the index was read (a backup restored) may hold tokens of another history."""
+
+        def token_of(earlier: int) -> str:
+            tokens = dict(
+                self._rows(
+                    "SELECT generation, token FROM generations WHERE generation IN (?, ?)",
+                    (earlier, generation),
+                )
+            )
+            return str(tokens.get(earlier, "")) if tokens.get(generation) == token else ""
+
+        return token_of
 
     def _window_reader(self, generation: int) -> dense.WindowReader:
         """Reads the passage windows of chunk keys from the database for the index of ``generation``, in

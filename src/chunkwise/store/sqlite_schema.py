@@ -1,7 +1,8 @@
 """The tables of a knowledge-base database, and how a new database gets them.
 
 One file holds everything: ``meta`` (schema version, store generation, count of removed vectors,
-embedder and dimension, the recorded configuration), ``documents`` (with their canonical text),
+embedder and dimension, the recorded configuration), ``generations`` (a random token for each recent
+generation: :data:`GENERATIONS_TABLE`), ``documents`` (with their canonical text),
 ``units``, ``chunks`` (offsets into the document text, and the text itself), ``headers`` and ``vectors``
 (one row per chunk) and the FTS5 table ``chunks_fts`` over header + text. Everything but the FTS5 table
 and the sidecar indexes beside the file is stored data; those are derived, and ``repair`` rebuilds them
@@ -76,6 +77,35 @@ REMOVALS_TRIGGER = (
     "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'removals'; END"
 )
 
+#: How many of the latest generations keep their token (:data:`GENERATIONS_TABLE`). A sidecar stamped
+#: for an older generation is built whole instead of being brought up to date: each generation is a write
+#: that changed something, so 10,000 of them are at least as many changed chunks as the tenth of a
+#: 100k-chunk store past which the HNSW graph is built whole anyway (:data:`.dense.UPDATE_SHARE`); the
+#: table stays below 1 MB.
+GENERATIONS_KEPT = 10_000
+#: A new random token: 128 bits, as hex.
+NEW_TOKEN = "lower(hex(randomblob(16)))"
+
+#: A random token for each of the latest :data:`GENERATIONS_KEPT` generations, drawn by the write that
+#: made it (the ``record_generation`` trigger fires on the ``UPDATE`` that moves the generation, whichever
+#: release of chunkwise runs it) or by the creation of the database. A generation number alone does not
+#: tell one history of the file from another: a database restored from a backup numbers its next writes
+#: as the lost ones were, and SQLite gives their chunks the lost ones' keys. A token does: a store that
+#: holds the token a sidecar's stamp names for its generation descends from the very state the sidecar
+#: was built from (:mod:`.dense` brings the HNSW graph up to date only then). Installed in every store
+#: opened for writing (:func:`complete_schema`); the generations before it have no token, so a sidecar
+#: built for one of them is built whole again rather than brought up to date.
+GENERATIONS_TABLE = f"""
+CREATE TABLE IF NOT EXISTS generations (generation INTEGER PRIMARY KEY, token TEXT NOT NULL);
+CREATE TRIGGER IF NOT EXISTS record_generation AFTER UPDATE OF value ON meta
+WHEN NEW.key = 'generation' BEGIN
+    INSERT OR REPLACE INTO generations VALUES (CAST(NEW.value AS INTEGER), {NEW_TOKEN});
+    DELETE FROM generations WHERE generation <= CAST(NEW.value AS INTEGER) - {GENERATIONS_KEPT};
+END
+"""
+#: What :func:`complete_schema` installs, by its name in ``sqlite_master``.
+COMPLETION = frozenset({"windows", "count_removals", "generations", "record_generation"})
+
 #: Columns of the stored tables, in the order rows are read back and written again.
 DOCUMENT_COLUMNS = "doc_id, source, title, format, content_hash, fingerprint, summary, metadata, text"
 UNIT_COLUMNS = 'doc_id, unit_id, kind, start, "end", level, parent, page'
@@ -84,8 +114,8 @@ CHUNK_COLUMNS = 'chunk_key, chunk_id, doc_id, ordinal, start, "end", text, secti
 
 def create_schema(db: sqlite3.Connection, generation: int = 0) -> None:
     """Create the tables in ``db`` (an autocommit connection) in one transaction, with the schema
-    version, the store ``generation`` and a random ``store_id`` recorded (the id the stamps of the
-    sidecar indexes name, :mod:`.sidecar`)."""
+    version, the store ``generation`` with a token of its own (:data:`GENERATIONS_TABLE`) and a random
+    ``store_id`` recorded (the id the stamps of the sidecar indexes name, :mod:`.sidecar`)."""
     db.execute("BEGIN IMMEDIATE")
     for statement in SCHEMA.split(";"):
         if statement.strip():
@@ -94,23 +124,29 @@ def create_schema(db: sqlite3.Connection, generation: int = 0) -> None:
     db.execute("INSERT OR REPLACE INTO meta VALUES ('generation', ?)", (str(generation),))
     db.execute("INSERT OR REPLACE INTO meta VALUES ('store_id', ?)", (uuid.uuid4().hex,))
     complete_schema(db)
+    db.execute(f"INSERT INTO generations VALUES (?, {NEW_TOKEN})", (generation,))
     db.execute("COMMIT")
 
 
 def complete_schema(db: sqlite3.Connection) -> None:
     """Install what stores made by earlier releases lack (inside the caller's transaction): the
-    :data:`WINDOWS_TABLE`, and :data:`REMOVALS_TRIGGER` with its counter."""
+    :data:`WINDOWS_TABLE`, :data:`REMOVALS_TRIGGER` with its counter, and the :data:`GENERATIONS_TABLE`
+    with its trigger (the current generation gets no token: it was not made by a write that drew one)."""
     for statement in WINDOWS_TABLE.split(";"):
         db.execute(statement)
     db.execute("INSERT OR IGNORE INTO meta VALUES ('removals', '0')")
     db.execute(REMOVALS_TRIGGER)
+    table, trigger = GENERATIONS_TABLE.split(";", 1)
+    db.execute(table)
+    db.execute(trigger)
 
 
-def schema_complete(db: sqlite3.Connection) -> bool:
-    """True when ``db`` has everything :func:`complete_schema` installs."""
-    rows = db.execute("SELECT name FROM sqlite_master WHERE name IN ('windows', 'count_removals')")
-    names = {row[0] for row in rows}
-    return names == {"windows", "count_removals"}
+def installed(db: sqlite3.Connection) -> frozenset[str]:
+    """The parts of :data:`COMPLETION` that ``db`` has (a store made by an earlier release and opened
+    read-only lacks some: what reads them checks first)."""
+    marks = ", ".join("?" * len(COMPLETION))
+    rows = db.execute(f"SELECT name FROM sqlite_master WHERE name IN ({marks})", sorted(COMPLETION))
+    return frozenset(row[0] for row in rows)
 
 
 def fts_body(header: str, text: str) -> str:

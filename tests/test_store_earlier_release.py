@@ -1,0 +1,96 @@
+"""A SQLite store made by an earlier release, which lacks what later releases added to the schema (the
+passage windows' table, the trigger that counts removed vectors with its counter, the store's random id,
+the generations' tokens): opened read-only it is searched as it is, without writing to it;
+opened for writing it gets what it lacks, and its HNSW graph then follows its writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import stat
+from contextlib import closing
+from pathlib import Path
+
+import numpy as np
+
+from chunkwise.store import StoreSettings
+from chunkwise.store.dense import CHANGED, STAMP
+from chunkwise.store.sqlite import DB_NAME, SQLiteStore
+from tests.support.documents import doc_from_markdown_lines
+from tests.support.store import put, requires_usearch, unit_vectors
+
+#: Documents of :data:`CHUNKS` chunks each, and a threshold that searches them through the HNSW graph.
+DOCUMENTS, CHUNKS, THRESHOLD = 12, 25, 200
+
+
+def doc(i: int):
+    """Document ``i``: :data:`CHUNKS` chunks of 20 characters when stored by :func:`made_earlier`."""
+    return doc_from_markdown_lines(f"doc{i}.md", f"Document {i:04d} line. " * CHUNKS)
+
+
+def made_earlier(directory: Path) -> None:
+    """A store of :data:`DOCUMENTS` documents as a release before passage windows left it: written by
+    this one, then stripped of what the earlier one never made (its schema version, 2, is this one's)."""
+    with SQLiteStore(directory) as store:
+        for i in range(DOCUMENTS):
+            put(store, doc(i), size=20, seed=i)
+    with closing(sqlite3.connect(directory / DB_NAME)) as db, db:
+        db.execute("DROP TRIGGER count_removals")
+        db.execute("DROP TRIGGER record_generation")
+        db.execute("DROP TABLE windows")
+        db.execute("DROP TABLE generations")
+        db.execute("DELETE FROM meta WHERE key IN ('removals', 'store_id')")
+
+
+def schema_names(directory: Path) -> set[str]:
+    """The names of the tables, indexes and triggers of the database."""
+    with closing(sqlite3.connect(directory / DB_NAME)) as db:
+        return {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+
+
+@requires_usearch
+def test_a_read_only_store_of_an_earlier_release_builds_its_graph_in_memory(tmp_path):
+    """In a read-only directory, the graph of a store without generations' tokens is built in memory on
+    each opening, and searches through it find each chunk by its own vector."""
+    made_earlier(tmp_path)
+    mode = tmp_path.stat().st_mode
+    os.chmod(tmp_path, stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        with SQLiteStore(tmp_path, StoreSettings(hnsw_threshold=THRESHOLD), read_only=True) as store:
+            index = store.dense_index()
+            assert store.dense_method() == "hnsw"
+            assert index.token == ""
+            for row in range(0, len(index), 23):
+                assert store.dense(index.matrix[row], 1)[0][0] == index.keys[row]
+    finally:
+        os.chmod(tmp_path, mode)
+    assert not (tmp_path / STAMP).exists()
+
+
+@requires_usearch
+def test_a_store_of_an_earlier_release_opened_for_writing_gets_generation_tokens(tmp_path):
+    """Opened for writing, the store gets what it lacks; its current generation has no token (no write
+    drew one), so a graph saved for it is built whole after the next write, and the write after that
+    brings the graph up to date."""
+    made_earlier(tmp_path)
+    settings = StoreSettings(hnsw_threshold=THRESHOLD)
+    with SQLiteStore(tmp_path, settings) as store:
+        assert {"windows", "count_removals", "generations", "record_generation"} <= schema_names(tmp_path)
+        assert store.dense_index().token == ""
+        store.dense(unit_vectors(1, seed=1)[0], 5)
+        put(store, doc(DOCUMENTS), size=20, seed=DOCUMENTS)
+        assert store.dense_index().token
+        store.dense(unit_vectors(1, seed=1)[0], 5)
+        assert changed(tmp_path) == 0
+        put(store, doc(DOCUMENTS + 1), size=20, seed=DOCUMENTS + 1)
+        index = store.dense_index()
+        graph = index.graph()
+        assert changed(tmp_path) == CHUNKS
+        assert sorted(np.asarray(graph.keys).tolist()) == index.keys.tolist()
+        np.testing.assert_allclose(graph.get(index.keys), index.graph_vectors(), atol=1e-6)
+
+
+def changed(directory: Path) -> int:
+    """The chunks removed or added since the saved graph was last built whole, as its stamp says."""
+    return int(json.loads((directory / STAMP).read_text(encoding="utf-8"))["counts"][CHANGED])
