@@ -1,6 +1,6 @@
 """A SQLite store made by an earlier release, which lacks what later releases added to the schema (the
 passage windows' table, the trigger that counts removed vectors with its counter, the store's random id,
-the generations' tokens): opened read-only it is searched as it is, without writing to it;
+the generations' tokens): opened read-only it is searched and copied as it is, without writing to it;
 opened for writing it gets what it lacks, and its HNSW graph then follows its writes."""
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from pathlib import Path
 
 import numpy as np
 
-from chunkwise.store import StoreSettings
+from chunkwise.ingest.copy import copy_store
+from chunkwise.store import StoreSettings, open_store
 from chunkwise.store.dense import CHANGED, STAMP
 from chunkwise.store.sqlite import DB_NAME, SQLiteStore
 from tests.support.documents import doc_from_markdown_lines
@@ -47,6 +48,27 @@ def schema_names(directory: Path) -> set[str]:
     """The names of the tables, indexes and triggers of the database."""
     with closing(sqlite3.connect(directory / DB_NAME)) as db:
         return {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
+
+
+def test_a_store_of_an_earlier_release_is_copied_read_only_without_windows(tmp_path):
+    """``kb copy`` opens its source read-only: every document comes across with its chunks and vectors
+    (and no passage windows, which that store cannot hold), and the source is not written to."""
+    source, target = tmp_path / "old", tmp_path / "new"
+    made_earlier(source)
+    before = schema_names(source), (source / DB_NAME).read_bytes()
+    report = copy_store(open_store(source, read_only=True), open_store(target))
+    assert (len(report.copied), report.failed, report.windows) == (DOCUMENTS, [], 0)
+    with SQLiteStore(source, read_only=True) as old, SQLiteStore(target) as new:
+        assert [d.doc_id for d in new.documents()] == [d.doc_id for d in old.documents()]
+        assert len(new.documents()) == DOCUMENTS
+        for info in old.documents():
+            copied, stored = new.stored_document(info.doc_id), old.stored_document(info.doc_id)
+            np.testing.assert_array_equal(copied.vectors, stored.vectors)
+            assert copied.windows is None
+            assert stored.windows is None
+        query = unit_vectors(1, seed=77)[0]
+        assert found(new, query) == found(old, query)
+    assert (schema_names(source), (source / DB_NAME).read_bytes()) == before
 
 
 @requires_usearch
@@ -89,6 +111,11 @@ def test_a_store_of_an_earlier_release_opened_for_writing_gets_generation_tokens
         assert changed(tmp_path) == CHUNKS
         assert sorted(np.asarray(graph.keys).tolist()) == index.keys.tolist()
         np.testing.assert_allclose(graph.get(index.keys), index.graph_vectors(), atol=1e-6)
+
+
+def found(store: SQLiteStore, query: np.ndarray) -> list[tuple[str, int]]:
+    """The chunks (document and ordinal: the copy gives them keys of its own) a dense search finds."""
+    return [(c.doc_id, c.ordinal) for c in store.chunks([key for key, _ in store.dense(query, 5)])]
 
 
 def changed(directory: Path) -> int:

@@ -584,11 +584,13 @@ class SQLiteStore:
                     " WHERE c.doc_id = ? ORDER BY c.ordinal",
                     (doc_id,),
                 ).fetchall()
-                windows = self._db.execute(
-                    "SELECT w.chunk_key, w.vector FROM windows w JOIN chunks c USING (chunk_key)"
-                    " WHERE c.doc_id = ? ORDER BY w.window_key",
-                    (doc_id,),
-                ).fetchall()
+                windows = []  # a store of an earlier release opened read-only has no windows table
+                if "windows" in self._installed():
+                    windows = self._db.execute(
+                        "SELECT w.chunk_key, w.vector FROM windows w JOIN chunks c USING (chunk_key)"
+                        " WHERE c.doc_id = ? ORDER BY w.window_key",
+                        (doc_id,),
+                    ).fetchall()
             except sqlite3.Error as exc:
                 raise self._failure(exc) from exc
             return with_vectors(
