@@ -20,7 +20,7 @@ from chunkwise.store.dense import CHANGED, GRAPH, STAMP, UPDATE_SHARE
 from chunkwise.store.protocol import Reembedded
 from chunkwise.store.sqlite import SQLiteStore
 from tests.support.documents import doc_from_markdown_lines
-from tests.support.store import put, requires_usearch, unit_vectors
+from tests.support.store import put, requires_usearch, restore, unit_vectors
 
 pytestmark = requires_usearch
 
@@ -168,14 +168,6 @@ def test_keys_given_again_rebuild_the_graph_whole(tmp_path):
 def reopened(directory: Path) -> SQLiteStore:
     """The store in ``directory``, opened again (as another process would)."""
     return SQLiteStore(directory, StoreSettings(hnsw_threshold=THRESHOLD))
-
-
-def restore(directory: Path, backup: Path) -> None:
-    """Put the copy ``backup`` of the database back in place, the graph and its stamp left as they are
-    (no connection is open, so the database is the whole file: the last connection to close folds its
-    write-ahead log into it and deletes it)."""
-    assert not list(directory.glob("kb.sqlite-*"))
-    shutil.copyfile(backup, directory / "kb.sqlite")
 
 
 @pytest.mark.parametrize("after", [(60,), (60, 61)], ids=["to the lost generation", "past it"])

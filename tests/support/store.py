@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -130,6 +131,14 @@ def read_only_directory(directory: Path) -> Iterator[None]:
         yield
     finally:
         subprocess.run(["chattr", "-i", *map(str, paths)], capture_output=True, check=False)
+
+
+def restore(directory: Path, backup: Path) -> None:
+    """Put the copy ``backup`` of the database back in place, the sidecar indexes and their stamps left
+    as they are (no connection is open, so the database is the whole file: the last connection to close
+    folds its write-ahead log into it and deletes it)."""
+    assert not list(directory.glob("kb.sqlite-*"))
+    shutil.copyfile(backup, directory / "kb.sqlite")
 
 
 def overwrite(path: Path, offset: int, data: bytes) -> None:
