@@ -15,11 +15,12 @@ from pathlib import Path
 import numpy as np
 
 from chunkwise.ingest.copy import copy_store
-from chunkwise.store import StoreSettings, open_store
+from chunkwise.store import StoreSettings, lexical, open_store
 from chunkwise.store.dense import CHANGED, STAMP
+from chunkwise.store.sidecar import read_stamp
 from chunkwise.store.sqlite import DB_NAME, SQLiteStore
 from tests.support.documents import doc_from_markdown_lines
-from tests.support.store import put, requires_usearch, unit_vectors
+from tests.support.store import put, read_only_directory, requires_usearch, unit_vectors
 
 #: Documents of :data:`CHUNKS` chunks each, and a threshold that searches them through the HNSW graph.
 DOCUMENTS, CHUNKS, THRESHOLD = 12, 25, 200
@@ -111,6 +112,31 @@ def test_a_store_of_an_earlier_release_opened_for_writing_gets_generation_tokens
         assert changed(tmp_path) == CHUNKS
         assert sorted(np.asarray(graph.keys).tolist()) == index.keys.tolist()
         np.testing.assert_allclose(graph.get(index.keys), index.graph_vectors(), atol=1e-6)
+
+
+def test_a_store_of_an_earlier_release_is_searched_by_bm25s_read_only_and_for_writing(tmp_path):
+    """Without generations' tokens, a read-only store in a directory it cannot write to builds its bm25s
+    index in memory and finds each document by its own word; opened for writing, its index is saved
+    without a token until a write draws one, and follows that write."""
+    made_earlier(tmp_path)
+    settings = StoreSettings(bm25s_threshold=1)
+    with read_only_directory(tmp_path), SQLiteStore(tmp_path, settings, read_only=True) as store:
+        for i in range(DOCUMENTS):
+            assert lexically_found(store, f"{i:04d}") == {f"doc{i}.md"}
+        assert store.check() == []
+    assert not (tmp_path / lexical.STAMP).exists()
+    with SQLiteStore(tmp_path, settings) as store:
+        assert lexically_found(store, "0003") == {"doc3.md"}
+        assert read_stamp(tmp_path / lexical.STAMP).token == ""
+        put(store, doc(DOCUMENTS), size=20, seed=DOCUMENTS)
+        assert lexically_found(store, f"{DOCUMENTS:04d}") == {f"doc{DOCUMENTS}.md"}
+        assert read_stamp(tmp_path / lexical.STAMP).token == store.dense_index().token != ""
+        assert store.check() == []
+
+
+def lexically_found(store: SQLiteStore, query: str) -> set[str]:
+    """The documents whose chunks a BM25 search for ``query`` finds."""
+    return {chunk.doc_id for chunk in store.chunks([key for key, _ in store.bm25(query, 10)])}
 
 
 def found(store: SQLiteStore, query: np.ndarray) -> list[tuple[str, int]]:

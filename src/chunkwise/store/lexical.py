@@ -1,16 +1,16 @@
 """BM25 for large stores: a bm25s index over the chunks of one store generation, kept beside the database.
 
-SQLite FTS5 (in :mod:`.sqlite`) is the lexical index of record: it is written in the same transaction
-as the chunks, so it is always consistent. But an FTS5 query scores every chunk that holds any query
-term, which grows with the store: ``bench/pipeline_latency.py`` measured it well above bm25s (a
-precomputed sparse score matrix) at 10k chunks and two orders of magnitude above at 100k. So at or above
+SQLite FTS5 (in :mod:`.sqlite`) is the lexical index of record: it is written in the same transaction as
+the chunks, so it is always consistent. But an FTS5 query scores every chunk that holds any query term,
+which grows with the store: ``bench/pipeline_latency.py`` measured it well above bm25s (a precomputed
+sparse score matrix) at 10k chunks and two orders of magnitude above at 100k. So at or above
 ``bm25s_threshold`` chunks, searches go to a bm25s index built from the same header + text rows, saved
-next to the database with a stamp of the generation it was built for (another process reuses it; see
-:mod:`.sidecar`) and rebuilt after a write. Both rank the same analysed terms (the FTS5 rows hold
-:func:`chunkwise.terms.index_terms`, split here on spaces; queries are :func:`chunkwise.terms.search_terms`)
-by Okapi BM25 with the same ``K1`` and ``B`` (bm25s's ``robertson`` variant); they differ only where FTS5
-floors the IDF of a term found in more than half of the chunks at 1e-6 and bm25s at 0, and in bm25s's
-float32 scores.
+next to the database with a stamp of the generation it was built for and of that generation's random token
+(another process reuses it; see :mod:`.sidecar`) and rebuilt after a write. Both rank the same analysed
+terms (the FTS5 rows hold :func:`chunkwise.terms.index_terms`, split here on spaces; queries are
+:func:`chunkwise.terms.search_terms`) by Okapi BM25 with the same ``K1`` and ``B`` (bm25s's ``robertson``
+variant); they differ only where FTS5 floors the IDF of a term found in more than half of the chunks at
+1e-6 and bm25s at 0, and in bm25s's float32 scores.
 """
 
 from __future__ import annotations
@@ -47,16 +47,19 @@ class LexicalIndex:
         *,
         save: bool = True,
         store: str = "",
+        token: str = "",
     ) -> LexicalIndex:
-        """The index saved in ``directory`` when its stamp says it covers ``keys`` of ``generation`` of
-        database ``store`` intact, else one built from ``rows()`` (``(chunk key, analysed terms joined by
+        """The index saved in ``directory`` when its stamp says it covers ``keys`` of ``generation``
+        (whose random token is ``token``, "" for none: a database restored from a backup numbers its next
+        generations and chunk keys as the lost ones were, with other tokens) of database ``store``
+        intact, else one built from ``rows()`` (``(chunk key, analysed terms joined by
         spaces)`` pairs) and, with ``save``, saved there for other processes (a read-only store keeps it
         in memory). A saved index that another process replaces while this one loads it is built again
         rather than trusted: what was loaded must cover ``keys``."""
         import bm25s
 
         folder, stamp = directory / FOLDER, directory / STAMP
-        if stamp_state(stamp, generation, keys, folder, store=store).usable:
+        if stamp_state(stamp, generation, keys, folder, store=store, token=token).usable:
             try:
                 saved = np.load(folder / "keys.npy")
                 retriever = bm25s.BM25.load(str(folder), show_progress=False)
@@ -73,7 +76,7 @@ class LexicalIndex:
             shutil.rmtree(tmp, ignore_errors=True)
             retriever.save(str(tmp), show_progress=False)
             np.save(tmp / "keys.npy", built)
-            publish(tmp, folder, stamp, generation, built, store=store)
+            publish(tmp, folder, stamp, generation, built, store=store, token=token)
         return cls(built, retriever, generation)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:

@@ -634,8 +634,8 @@ class SQLiteStore:
                     index.generation,
                     index.keys,
                     self.directory / saved,
-                    store=self.store_id(),
-                    token=index.token if stamp == dense.STAMP else "",  # the bm25s index records none
+                    store=index.store,
+                    token=index.token,
                 )
                 if state.problem:
                     problems.append(state.problem)
@@ -752,9 +752,11 @@ class SQLiteStore:
 
     def lexical_index(self) -> LexicalIndex:
         """The bm25s index of the current generation (loaded or built on first use after a write), over
-        the analysed terms of every chunk's header + text (the FTS5 rows)."""
-        generation = self.generation()
-        if self._lexical is None or self._lexical.generation != generation:
+        the analysed terms of every chunk's header + text (the FTS5 rows). Its generation, chunk keys,
+        store id and generation token are those the dense index read (:meth:`dense_index`), so both
+        sidecars are stamped for the same state of the store."""
+        index = self.dense_index()
+        if self._lexical is None or self._lexical.generation != index.generation:
 
             def rows() -> list[tuple[int, str]]:
                 return [
@@ -762,9 +764,14 @@ class SQLiteStore:
                     for key, body in self._rows("SELECT rowid, body FROM chunks_fts ORDER BY rowid")
                 ]
 
-            keys = self.dense_index().keys
             self._lexical = LexicalIndex.open(
-                self.directory, generation, keys, rows, save=not self.read_only, store=self.store_id()
+                self.directory,
+                index.generation,
+                index.keys,
+                rows,
+                save=not self.read_only,
+                store=index.store,
+                token=index.token,
             )
         return self._lexical
 
