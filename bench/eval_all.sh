@@ -24,7 +24,7 @@ mkdir -p bench/results/eval
 for set in chroma rmc_dev qmsum_val xquad_en anthropic_code; do
   k=5; [ "$set" = rmc_dev ] && k=6
   args=()
-  for name in before bm25 dense-minilm dense-e5 dense-whole dense fast former-default default quality; do args+=(--config "bench/eval_configs/$name.toml"); done
+  for name in before bm25 dense-minilm dense-e5 dense-whole dense dense-quality fast former-default default quality; do args+=(--config "bench/eval_configs/$name.toml"); done
   .venv/bin/chunkwise eval --data "$data/$set" -k "$k" --limit 100 --seed 1 "${args[@]}" \
     --json "bench/results/eval/$set.json" --html "bench/results/eval/$set.html" --workdir "$workdir"
 done
