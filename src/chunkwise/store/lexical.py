@@ -16,7 +16,7 @@ variant); they differ only where FTS5 floors the IDF of a term found in more tha
 from __future__ import annotations
 
 import shutil
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -38,45 +38,56 @@ class LexicalIndex:
         self.generation = generation
 
     @classmethod
-    def open(
+    def saved(
+        cls, directory: Path, generation: int, keys: Keys, *, store: str = "", token: str = ""
+    ) -> LexicalIndex | None:
+        """The index saved in ``directory`` when its stamp says it covers ``keys`` of ``generation``
+        (whose random token is ``token``, "" for none: a database restored from a backup numbers its next
+        generations and chunk keys as the lost ones were, with other tokens) of database ``store``
+        intact, else ``None``: the caller then reads the rows and builds one (:meth:`build`). A saved index
+        that another process replaces while this one loads it is not trusted: what was loaded must
+        cover ``keys``."""
+        import bm25s
+
+        folder, stamp = directory / FOLDER, directory / STAMP
+        if not stamp_state(stamp, generation, keys, folder, store=store, token=token).usable:
+            return None
+        try:
+            loaded = np.load(folder / "keys.npy")
+            retriever = bm25s.BM25.load(str(folder), show_progress=False)
+        except (OSError, ValueError):
+            return None
+        return cls(loaded, retriever, generation) if np.array_equal(loaded, keys) else None
+
+    @classmethod
+    def build(
         cls,
         directory: Path,
         generation: int,
-        keys: Keys,
-        rows: Callable[[], Iterable[tuple[int, str]]],
+        rows: Iterable[tuple[int, str]],
         *,
         save: bool = True,
         store: str = "",
         token: str = "",
     ) -> LexicalIndex:
-        """The index saved in ``directory`` when its stamp says it covers ``keys`` of ``generation``
-        (whose random token is ``token``, "" for none: a database restored from a backup numbers its next
-        generations and chunk keys as the lost ones were, with other tokens) of database ``store``
-        intact, else one built from ``rows()`` (``(chunk key, analysed terms joined by
-        spaces)`` pairs) and, with ``save``, saved there for other processes (a read-only store keeps it
-        in memory). A saved index that another process replaces while this one loads it is built again
-        rather than trusted: what was loaded must cover ``keys``."""
+        """The index of ``rows`` (``(chunk key, analysed terms joined by spaces)`` pairs) and, with
+        ``save``, saved in ``directory`` for other processes (a read-only store keeps it in memory),
+        stamped as covering their keys in ``generation`` (token ``token``) of database ``store``. The
+        rows must be those of that generation, read in the same snapshot as it: the stamp tells every
+        process which state of the store the saved rows are."""
         import bm25s
 
-        folder, stamp = directory / FOLDER, directory / STAMP
-        if stamp_state(stamp, generation, keys, folder, store=store, token=token).usable:
-            try:
-                saved = np.load(folder / "keys.npy")
-                retriever = bm25s.BM25.load(str(folder), show_progress=False)
-            except (OSError, ValueError):
-                saved = None
-            if saved is not None and np.array_equal(saved, keys):
-                return cls(saved, retriever, generation)
-        pairs = list(rows())
+        pairs = list(rows)
         built = np.array([key for key, _ in pairs], dtype=np.int64)
         retriever = bm25s.BM25(k1=K1, b=B, method="robertson")
         retriever.index([text.split() for _, text in pairs], show_progress=False)
         if save:
+            folder = directory / FOLDER
             tmp = scratch_path(folder)
             shutil.rmtree(tmp, ignore_errors=True)
             retriever.save(str(tmp), show_progress=False)
             np.save(tmp / "keys.npy", built)
-            publish(tmp, folder, stamp, generation, built, store=store, token=token)
+            publish(tmp, folder, directory / STAMP, generation, built, store=store, token=token)
         return cls(built, retriever, generation)
 
     def search(self, query: str, k: int) -> list[tuple[int, float]]:

@@ -754,26 +754,33 @@ class SQLiteStore:
         """The bm25s index of the current generation (loaded or built on first use after a write), over
         the analysed terms of every chunk's header + text (the FTS5 rows). Its generation, chunk keys,
         store id and generation token are those the dense index read (:meth:`dense_index`), so both
-        sidecars are stamped for the same state of the store."""
+        sidecars are stamped for the same state of the store. The saved index is looked for first,
+        without reading the rows; when it must be built, the dense index is brought up to date and the
+        rows read in one read transaction, ended before the build: a write that another process commits
+        meanwhile cannot give the index another generation's rows than its stamp names."""
         index = self.dense_index()
-        if self._lexical is None or self._lexical.generation != index.generation:
-
-            def rows() -> list[tuple[int, str]]:
-                return [
+        if self._lexical is not None and self._lexical.generation == index.generation:
+            return self._lexical
+        found = LexicalIndex.saved(
+            self.directory, index.generation, index.keys, store=index.store, token=index.token
+        )
+        if found is None:
+            with self._lock, self._snapshot():
+                index = self.dense_index()  # the state the rows are of (a write may have landed since)
+                rows = [
                     (int(key), str(body))
                     for key, body in self._rows("SELECT rowid, body FROM chunks_fts ORDER BY rowid")
                 ]
-
-            self._lexical = LexicalIndex.open(
+            found = LexicalIndex.build(
                 self.directory,
                 index.generation,
-                index.keys,
                 rows,
                 save=not self.read_only,
                 store=index.store,
                 token=index.token,
             )
-        return self._lexical
+        self._lexical = found
+        return found
 
     def dense_index(self) -> DenseIndex:
         """The vectors (and passage windows) of the current generation, brought up to date when any
