@@ -9,10 +9,15 @@ import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
+
+import pytest
 
 from tests.support.cli import run_chunkwise
 
+#: A device every write to fails.
+FULL = Path("/dev/full")
 #: Documents to ingest: far more than are stored before the interrupt is sent.
 COPIES = 400
 
@@ -75,3 +80,53 @@ def test_ctrl_c_during_ingest_exits_130_with_one_line_and_keeps_whole_documents(
     check = run_chunkwise("kb", "check", "--kb", str(kb))
     assert check.returncode == 0, check.stdout
     assert check.stdout.startswith(f"ok: {stored} documents")
+
+
+#: The real command group and entry point with one more command, which sends itself SIGINT (what Ctrl-C
+#: sends) and waits for it: a Ctrl-C that lands in a command every time, at no particular moment of
+#: an ingest.
+_CTRL_C_IN_A_COMMAND = """
+import os, signal, time
+from chunkwise.cli.main import app, run
+
+signal.signal(signal.SIGINT, signal.default_int_handler)  # not inherited ignored from a background run
+
+@app.command("ctrl-c")
+def ctrl_c() -> None:
+    os.kill(os.getpid(), signal.SIGINT)
+    time.sleep(60)
+
+run()
+"""
+
+
+@pytest.mark.parametrize(
+    ("stderr_to", "status"),
+    [("pipe", 130), ("closed pipe", 141), ("full device", 130)],
+)
+def test_ctrl_c_with_a_failing_stderr(tmp_path, stderr_to, status):
+    """The ``error: interrupted`` line written on a stderr whose reader has gone (``2>&1 | head``) failed
+    in the command group's handling of the interrupt, and click ended the command with status 1. It ends
+    with 141, quietly, as for a closed stdout; on a full device the interrupt's 130 stays."""
+    if stderr_to == "full device" and not FULL.exists():
+        pytest.skip("needs /dev/full, a device every write to fails")
+    with ExitStack() as stack:
+        if stderr_to == "pipe":
+            stderr: int = subprocess.PIPE
+        elif stderr_to == "full device":
+            stderr = stack.enter_context(FULL.open("w")).fileno()
+        else:
+            read_end, stderr = os.pipe()
+            os.close(read_end)
+            stack.callback(os.close, stderr)
+        done = subprocess.run(
+            [sys.executable, "-c", _CTRL_C_IN_A_COMMAND, "ctrl-c"],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            timeout=120,
+            check=False,
+        )
+    assert (done.returncode, done.stdout) == (status, "")
+    if stderr_to == "pipe":
+        assert done.stderr == "error: interrupted\n"

@@ -8,6 +8,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -166,27 +168,92 @@ def test_one_large_error_line_whose_reader_leaves(tmp_path):
     assert command.stdout.read() == b""
 
 
+@contextmanager
+def _stderr_whose_reader_is_gone() -> Iterator[int]:
+    """The write end of a pipe whose reader has already gone (``2>&1 | true``), for a command's stderr."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        yield write_end
+    finally:
+        os.close(write_end)
+
+
 @pytest.mark.parametrize("unbuffered", [False, True], ids=["buffered", "unbuffered"])
 def test_an_error_line_whose_reader_is_gone(tmp_path, unbuffered):
     """``chunkwise kb list --kb missing 2>&1 | true``: a library error is written as an ``error:`` line
     after the command has returned, and on a stderr whose reader had gone the write's error escaped,
     ending the command with status 1 (or the interpreter's 120). It ends with 141, quietly."""
-    read_end, write_end = os.pipe()
-    os.close(read_end)
     env = {name: value for name, value in os.environ.items() if name != "PYTHONUNBUFFERED"}
-    try:
+    with _stderr_whose_reader_is_gone() as stderr:
         done = subprocess.run(
             [sys.executable, "-m", "chunkwise", "kb", "list", "--kb", str(tmp_path / "missing")],
             stdout=subprocess.PIPE,
-            stderr=write_end,
+            stderr=stderr,
             text=True,
             env={**env, "PYTHONUNBUFFERED": "1"} if unbuffered else env,
             check=False,
         )
-    finally:
-        os.close(write_end)
     assert (done.returncode, done.stdout) == (BROKEN_PIPE_STATUS, "")
     assert not (tmp_path / "missing").exists()
+
+
+@contextmanager
+def _failing_stderr(kind: str) -> Iterator[int]:
+    """A stderr every write to fails: a pipe whose reader has gone, or a full device."""
+    if kind == "closed pipe":
+        with _stderr_whose_reader_is_gone() as stderr:
+            yield stderr
+    else:
+        with FULL.open("w") as full:
+            yield full.fileno()
+
+
+#: Where a failing stderr is, and whether the command's own status survives it: a closed pipe ends the
+#: command with 141 like a closed stdout; a full device leaves the status the command would have had.
+FAILING_STDERR = [
+    pytest.param("closed pipe", True, id="closed pipe"),
+    pytest.param(
+        "full device",
+        False,
+        id="full device",
+        marks=pytest.mark.skipif(not FULL.exists(), reason="needs /dev/full, a device every write to fails"),
+    ),
+]
+
+
+@pytest.mark.parametrize(("stderr_to", "pipe_status"), FAILING_STDERR)
+@pytest.mark.parametrize("args", [["--bogus"], ["kb", "list", "--bogus"]], ids=["group", "sub-command"])
+def test_a_usage_error_on_a_failing_stderr(stderr_to, pipe_status, args):
+    """``chunkwise --bogus 2>&1 | true``: the usage error's lines were written from the command group's
+    handling of the error, where the write's own error was not caught: click ended the command with
+    status 1 (and a traceback for a full device). It ends with 141 for the closed pipe, and with a usage
+    error's status 2 for the full device."""
+    with _failing_stderr(stderr_to) as stderr:
+        done = subprocess.run(
+            [sys.executable, "-m", "chunkwise", *args],
+            stdout=subprocess.PIPE,
+            stderr=stderr,
+            text=True,
+            check=False,
+        )
+    assert (done.returncode, done.stdout) == (BROKEN_PIPE_STATUS if pipe_status else 2, "")
+
+
+@pytest.mark.skipif(not FULL.exists(), reason="needs /dev/full, a device every write to fails")
+@pytest.mark.parametrize(("stderr_to", "pipe_status"), FAILING_STDERR)
+def test_an_os_error_line_on_a_failing_stderr(data_dir, stderr_to, pipe_status):
+    """stdout on a full device and stderr failing too: the ``error: No space left on device`` line
+    could not be written either, and that write's error reached click (status 1). It ends with 141 when
+    stderr's reader has gone, else with the operating-system error's status 2."""
+    with FULL.open("w") as full, _failing_stderr(stderr_to) as stderr:
+        done = subprocess.run(
+            [sys.executable, "-m", "chunkwise", "chunk", str(data_dir / "formats" / "Boarding Process.md")],
+            stdout=full,
+            stderr=stderr,
+            check=False,
+        )
+    assert done.returncode == (BROKEN_PIPE_STATUS if pipe_status else 2)
 
 
 @pytest.mark.skipif(not FULL.exists(), reason="needs /dev/full, a device every write to fails")

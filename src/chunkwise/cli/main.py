@@ -89,8 +89,7 @@ class _Commands(TyperGroup):
         except _USAGE_ERROR as exc:  # a sub-command's options and arguments, or a BadParameter
             _usage_error(exc)
         except KeyboardInterrupt:
-            error_line("interrupted")
-            raise typer.Exit(INTERRUPTED_STATUS) from None
+            _fail(INTERRUPTED_STATUS, "interrupted")
         except OSError as exc:
             _os_error(exc)
 
@@ -119,8 +118,7 @@ def _os_error(exc: OSError) -> NoReturn:
     if exc.errno == errno.EPIPE:  # the reader went away (``| head``): nothing to tell it
         raise typer.Exit(BROKEN_PIPE_STATUS) from None
     reason = exc.strerror or str(exc)
-    error_line(f"{exc.filename}: {reason}" if exc.filename else reason)
-    raise typer.Exit(2) from None
+    _fail(2, f"{exc.filename}: {reason}" if exc.filename else reason)
 
 
 def _usage_error(exc: Any) -> NoReturn:
@@ -131,11 +129,33 @@ def _usage_error(exc: Any) -> NoReturn:
     again, so that typer prints the help as before."""
     if type(exc).__name__ == "NoArgsIsHelpError":
         raise exc
-    error_line(exc.format_message())
     ctx = exc.ctx
+    hints = []
     if ctx is not None and ctx.command.get_help_option(ctx) is not None:
-        sys.stderr.write(f"try '{printable(ctx.command_path)} {ctx.help_option_names[0]}'\n")
-    raise typer.Exit(exc.exit_code)
+        hints.append(f"try '{printable(ctx.command_path)} {ctx.help_option_names[0]}'")
+    _fail(exc.exit_code, exc.format_message(), *hints)
+
+
+def _fail(status: int, message: str, *more: str) -> NoReturn:
+    """End the command with ``status`` after ``error: <message>`` and the lines ``more`` on stderr.
+
+    Every ``error:`` line of the command goes through here: a usage error's, Ctrl-C's, an
+    operating-system error's (from the command group) and a library error's (from :func:`run`). The
+    write may fail itself, and the failure is handled here because the callers write from an ``except``
+    block, whose sibling ``except OSError`` does not see an error raised in it: it reached click, which
+    ended the command with status 1. A stderr whose reader has gone (``2>&1 | head``) ends the command
+    quietly with :data:`BROKEN_PIPE_STATUS`, as a closed stdout does; another failure (a full disk)
+    keeps ``status``, the lines unwritten."""
+    try:
+        error_line(message)
+        for line in more:
+            sys.stderr.write(f"{line}\n")
+        sys.stderr.flush()
+    except OSError as unwritten:
+        _drop_pending_output(sys.stderr)
+        if unwritten.errno == errno.EPIPE:
+            status = BROKEN_PIPE_STATUS
+    raise SystemExit(status)
 
 
 def _drop_pending_output(stream: TextIO) -> None:
@@ -223,17 +243,11 @@ def run() -> None:
     """Run the CLI; library errors become one line on stderr and exit status 2.
 
     The line is written after the command has returned, outside the command group's handling of
-    operating-system errors, so a stderr that fails here ends the run as a failing stdout does there:
+    operating-system errors; :func:`_fail` ends the run for a stderr that fails as the group does:
     quietly with :data:`BROKEN_PIPE_STATUS` when stderr's reader has gone (``2>&1 | head``), else with
     status 2, the line unwritten."""
     sys.stdout, sys.stderr = _written_whole(sys.stdout), _written_whole(sys.stderr)
     try:
         app()
     except ChunkwiseError as exc:
-        try:
-            error_line(str(exc))
-            sys.stderr.flush()
-        except OSError as unwritten:
-            _drop_pending_output(sys.stderr)
-            raise SystemExit(BROKEN_PIPE_STATUS if unwritten.errno == errno.EPIPE else 2) from None
-        raise SystemExit(2) from None
+        _fail(2, str(exc))
