@@ -3,8 +3,10 @@
 :func:`open_store` picks the implementation from the location: a URL (``scheme://...``) by its scheme,
 from :data:`SCHEMES` (``postgresql://`` and ``postgres://`` are a :class:`~.postgres.PostgresStore`);
 anything else is a directory, a :class:`~.sqlite.SQLiteStore` (one SQLite file, WAL, vectors beside it in
-memory). A backend registers its scheme with :func:`register_scheme`; its module is imported only when a
-location names it, so the SQLite path never imports a database driver.
+memory), except a known scheme and ``:`` without ``//`` (``postgresql:/u:pw@h/db``): a URL mistyped, not
+a directory to create, whose text (password and all) a directory's message would show. A backend
+registers its scheme with :func:`register_scheme`; its module is imported only when a location names it,
+so the SQLite path never imports a database driver.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import re
 from pathlib import Path
 
 from chunkwise.errors import StoreURLError
+from chunkwise.store.pgurl import redact
 from chunkwise.store.protocol import DocumentInfo, Store, StoredChunk, StoreSettings
 
 __all__ = [
@@ -47,6 +50,23 @@ def is_url(location: str | Path) -> bool:
     return isinstance(location, str) and _URL.match(location) is not None
 
 
+def _refuse_a_url_without_slashes(location: str) -> None:
+    """Raise :class:`StoreURLError` when ``location`` starts with a known scheme and ``:`` but has no
+    ``//`` after them (``postgresql:/u:pw@h/db``, ``postgres:u:pw@h/db``).
+
+    Taken for a directory, such a location would be created (``postgresql:/u:pw@h/db`` as three nested
+    directories) or named, password included, in the SQLite store's message. The error shows the
+    location as written without its password: it is redacted as the URL it would be with ``//``."""
+    scheme, colon, rest = location.partition(":")
+    if not colon or scheme.lower() not in SCHEMES:
+        return
+    path = rest.lstrip("/")
+    slashes = rest[: len(rest) - len(path)]
+    shown = f"{scheme}:{slashes}{redact(f'{scheme}://{path}')[len(scheme) + 3 :]}"
+    reason = f"a store URL needs '{scheme.lower()}://' after its scheme"
+    raise StoreURLError(shown, f"{reason} (a directory of this name: ./{scheme}:...)")
+
+
 def open_store(
     location: str | Path,
     settings: StoreSettings | None = None,
@@ -64,11 +84,13 @@ def open_store(
         StoreError: the location cannot hold a store (not a directory, read-only for a writer, no store
             there for a reader, a server that does not answer or refuses the credentials), or its files
             are damaged (:class:`~chunkwise.errors.CorruptStoreError`).
-        StoreURLError: the URL is malformed or its scheme unknown.
+        StoreURLError: the URL is malformed or its scheme unknown, or a known scheme lacks its ``//``.
     """
     options = {"create": create, "read_only": read_only, "damaged_ok": damaged_ok}
     match = _URL.match(location) if isinstance(location, str) else None
     if match is None:
+        if isinstance(location, str):
+            _refuse_a_url_without_slashes(location)
         from chunkwise.store.sqlite import SQLiteStore
 
         return SQLiteStore(location, settings, **options)
