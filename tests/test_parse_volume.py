@@ -15,9 +15,17 @@ import zipfile
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from chunkwise.chunking import get_chunker
-from chunkwise.chunking.limits import MAX_CHUNKS, check_chunk_count, check_chunk_floor, chunk_within
+from chunkwise.chunking.limits import (
+    MAX_CHUNKS,
+    check_chunk_count,
+    check_chunk_floor,
+    chunk_floor,
+    chunk_within,
+)
 from chunkwise.document import Document
 from chunkwise.errors import ChunkingError, FileTooLargeError, SourceError, TooManyChunksError
 from chunkwise.parsing import ParseLimits, parse_bytes, parse_file
@@ -170,6 +178,45 @@ def test_the_chunk_ceiling_is_a_typed_error_naming_the_document() -> None:
         == "400 characters of text need at least 40 chunks of 10, over the limit of 10 chunks per document"
     )
     assert len(chunk_within(chunker, doc, max_chunks=50)) == 50
+
+
+def test_an_overlap_counts_in_the_floor() -> None:
+    """Each chunk adds at most ``max_size - overlap`` characters of its own: 30,000 characters in chunks of
+    500 overlapping by 499 are at least 30,000 chunks, refused before chunking (the floor used to divide
+    by 500 and let millions of chunks be made of a few megabytes before the count refused them)."""
+    doc = _doc("x" * 30_000)
+    chunker = get_chunker("fixed", max_size=500, overlap=499)
+    with pytest.raises(TooManyChunksError) as caught:
+        check_chunk_floor(chunker, doc, max_chunks=10_000)
+    assert caught.value.reason == (
+        "30000 characters of text need at least 30000 chunks of 500 overlapping by 499, over the limit of "
+        "10000 chunks per document"
+    )
+
+
+_WORDS = st.lists(
+    st.tuples(st.text("abcdefghij", min_size=1, max_size=30), st.sampled_from([" ", "\n", "\n\n", ". "])),
+    min_size=1,
+    max_size=120,
+)
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    name=st.sampled_from(["fixed", "recursive", "sentence"]),
+    max_size=st.integers(20, 200),
+    overlap_share=st.floats(0.0, 0.95),
+    words=_WORDS,
+)
+def test_the_floor_never_exceeds_the_chunks_made(
+    name: str, max_size: int, overlap_share: float, words: list[tuple[str, str]]
+) -> None:
+    """The floor is a lower bound for every character-sized chunker, with any overlap: a document it
+    refuses could never have fitted."""
+    overlap = min(int(overlap_share * max_size), max_size - 1)
+    chunker = get_chunker(name, max_size=max_size, overlap=overlap)
+    doc = _doc("".join(word + gap for word, gap in words))
+    assert len(chunker.chunk(doc)) >= chunk_floor(chunker, doc)
 
 
 def test_token_chunkers_are_counted_after_chunking() -> None:

@@ -8,10 +8,14 @@ before that work starts, instead of tying up an ingest for hours.
 
 Two checks, cheapest first:
 
-* :func:`check_chunk_floor`, before chunking: every chunker covers every non-whitespace character and
-  no chunk exceeds ``max_size``, so with ``unit="chars"`` a document needs at least
-  ``ceil(non-whitespace characters / max_size)`` chunks whatever the chunker; past the ceiling it is
-  refused without chunking (token units have no such bound: one token may span many characters);
+* :func:`check_chunk_floor`, before chunking: every chunker covers every non-whitespace character, and
+  what a chunk adds beyond the overlap it reaches back into its predecessor is at most
+  ``max_size - overlap`` (the size contract packs pieces to that and adds the overlap after; ``fixed``
+  steps by it), so with ``unit="chars"`` a document needs at least
+  ``ceil(non-whitespace characters / (max_size - overlap))`` chunks whatever the chunker; past the
+  ceiling it is refused without chunking (token units have no such bound: one token may span many
+  characters). Without the overlap in the divisor, ``max_size = 500, overlap = 499`` on a few
+  megabytes passed the floor and made millions of chunks before the count refused them;
 * :func:`check_chunk_count`, after chunking: the exact count.
 
 :func:`chunk_within` does both around ``chunker.chunk(doc)``; a pipeline that calls something else
@@ -37,20 +41,32 @@ def _source(doc: Document) -> str:
     return doc.source or doc.id
 
 
+def chunk_floor(chunker: Chunker, doc: Document) -> int:
+    """The fewest chunks a character-sized ``chunker`` can make of ``doc`` (see the module docstring); 0
+    for other chunkers, which have no such bound."""
+    if not isinstance(chunker, BaseChunker) or chunker.params.unit != "chars":
+        return 0
+    step = chunker.params.max_size - chunker.params.overlap_units
+    return -(-len(_SPACE.sub("", doc.text)) // step)
+
+
 def check_chunk_floor(chunker: Chunker, doc: Document, max_chunks: int = MAX_CHUNKS) -> None:
     """Refuse ``doc`` before chunking when ``chunker`` (character-sized) cannot need fewer than
     ``max_chunks`` + 1 chunks for it; other chunkers pass (see the module docstring)."""
     if not isinstance(chunker, BaseChunker) or chunker.params.unit != "chars":
         return
-    max_size = chunker.params.max_size
-    if len(doc.text) <= max_chunks * max_size:
+    params = chunker.params
+    if len(doc.text) <= max_chunks * (params.max_size - params.overlap_units):
         return  # even an all-text document fits: skip the count
-    content = len(_SPACE.sub("", doc.text))
-    floor = -(-content // max_size)
+    floor = chunk_floor(chunker, doc)
     if floor > max_chunks:
+        content = len(_SPACE.sub("", doc.text))
+        each = f"{params.max_size}" + (
+            f" overlapping by {params.overlap_units}" if params.overlap_units else ""
+        )
         raise TooManyChunksError(
             _source(doc),
-            f"{content} characters of text need at least {floor} chunks of {max_size}, over the limit of "
+            f"{content} characters of text need at least {floor} chunks of {each}, over the limit of "
             f"{max_chunks} chunks per document",
         )
 
