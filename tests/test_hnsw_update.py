@@ -170,6 +170,23 @@ def reopened(directory: Path) -> SQLiteStore:
     return SQLiteStore(directory, StoreSettings(hnsw_threshold=THRESHOLD))
 
 
+def lose_a_write(directory: Path) -> tuple[list[int], int]:
+    """A filled store in ``directory`` backed up, written to (document 50) and searched, so that its graph
+    is saved for that write, then restored from the backup: the keys of the lost write, and the chunks
+    the stamp said had changed before the restore."""
+    backup = directory / "backup.sqlite"
+    with filled(directory):
+        pass
+    shutil.copyfile(directory / "kb.sqlite", backup)
+    with reopened(directory) as store:
+        add(store, 50)
+        search(store)
+        updated = changed(directory)
+        lost = store.dense_index().keys[-CHUNKS:].tolist()
+    restore(directory, backup)
+    return lost, updated
+
+
 @pytest.mark.parametrize("after", [(60,), (60, 61)], ids=["to the lost generation", "past it"])
 def test_a_restored_backup_rebuilds_the_graph_of_the_lost_writes_whole(tmp_path, after):
     """A backup of the database restored after a write whose graph was saved: the restored store numbers
@@ -177,16 +194,8 @@ def test_a_restored_backup_rebuilds_the_graph_of_the_lost_writes_whole(tmp_path,
     key + 1), so generation, keys and count of removals agree with the saved graph's stamp. The graph of
     the lost writes is neither loaded as it is (the same generation and keys again) nor brought up to
     date (a later generation): it is built whole, and a chunk's own vector finds that chunk."""
-    backup = tmp_path / "backup.sqlite"
-    with filled(tmp_path):
-        pass
-    shutil.copyfile(tmp_path / "kb.sqlite", backup)
-    with reopened(tmp_path) as store:
-        add(store, 50)
-        search(store)
-        assert changed(tmp_path) == CHUNKS
-        lost = store.dense_index().keys[-CHUNKS:].tolist()
-    restore(tmp_path, backup)
+    lost, updated = lose_a_write(tmp_path)
+    assert updated == CHUNKS
     with reopened(tmp_path) as store:
         for i in after:
             add(store, i)
@@ -202,14 +211,7 @@ def test_a_restored_backup_rebuilds_the_graph_of_the_lost_writes_whole(tmp_path,
 
 def test_writes_after_a_restored_backup_update_the_graph_built_for_them(tmp_path):
     """Once the graph is built for the restored history, its next write updates it as usual."""
-    backup = tmp_path / "backup.sqlite"
-    with filled(tmp_path):
-        pass
-    shutil.copyfile(tmp_path / "kb.sqlite", backup)
-    with reopened(tmp_path) as store:
-        add(store, 50)
-        search(store)
-    restore(tmp_path, backup)
+    lose_a_write(tmp_path)
     with reopened(tmp_path) as store:
         add(store, 60)
         search(store)
