@@ -131,7 +131,7 @@ def cross_encoders(windows: list[str], rounds: int, sample: int) -> list[dict[st
     rates = best_rate(
         {name: lambda c=c: c.score(QUESTION, windows) for name, c in forms.items()}, len(windows), rounds
     )
-    pairs = forms["per-row (chunkwise)"].pairs(QUESTION, windows[:sample])
+    pairs, _ = forms["per-row (chunkwise)"].pairs(QUESTION, windows[:sample])
     floats = np.array([float_logit(reference, pair) for pair in pairs])
     rows = []
     for name, model in forms.items():

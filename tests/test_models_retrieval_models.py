@@ -164,7 +164,8 @@ def test_cross_encoder_pairs_match_the_tokenizers_pair_encoding(cross_encoder: O
     _, tokenizer = reference_model("reranker_en")
     for query, text in zip(QUERIES, SENTENCES, strict=False):
         reference = tokenizer.encode(query, text)
-        (pair,) = cross_encoder.pairs(query, [text])
+        (pair,), owners = cross_encoder.pairs(query, [text])
+        assert owners == [0]
         assert pair.ids == reference.ids
         assert pair.type_ids == reference.type_ids
 
@@ -194,7 +195,7 @@ def test_cross_encoder_reads_the_window_with_the_query_terms(cross_encoder: Onnx
     query = "How much does extra baggage cost?"
     filler = "The weather report mentioned light rain over the hills. " * 40
     late = filler + "Extra baggage costs 50 dollars per bag."
-    (pair,) = cross_encoder.pairs(query, [late])
+    (pair,), _ = cross_encoder.pairs(query, [late])
     assert len(pair.ids) == 192
     assert "extra baggage costs 50 dollars" in cross_encoder._tokenizer.decode(pair.ids)
     assert cross_encoder.score(query, [late])[0] > cross_encoder.score(query, [filler])[0]

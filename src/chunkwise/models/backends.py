@@ -19,8 +19,10 @@ embedder       ``local`` (see :data:`DEFAULT_LOCAL_EMBEDDER`), ``local:bge-small
                sentence-transformers), ``local:<sentence-transformers dir>``, ``openai:<model>``
 llm            ``local`` (bundled SmolLM2-135M-Instruct), ``local:<file.gguf>``, ``openai:<model>``
 reranker       ``local`` (cosine of the local embedder's vectors), ``local:ms-marco-minilm`` (bundled
-               ms-marco-MiniLM-L-12-v2 cross-encoder, INT8 ONNX), ``cross-encoder:<dir>``
-               (sentence-transformers), ``rerank:<model>`` (Cohere-style)
+               ms-marco-MiniLM-L-12-v2 cross-encoder, INT8 ONNX, reading a passage's best window),
+               ``local:ms-marco-minilm-maxp`` (the same model reading up to three windows of a
+               passage, the best one's score), ``cross-encoder:<dir>`` (sentence-transformers),
+               ``rerank:<model>`` (Cohere-style)
 =============  =====================================================================================
 """
 
@@ -84,6 +86,7 @@ BUNDLED: dict[Role, dict[str, str]] = {
     },
     "reranker": {
         "ms-marco-minilm": "chunkwise.models.backends:cross_encoder",
+        "ms-marco-minilm-maxp": "chunkwise.models.backends:cross_encoder_maxp",
     },
 }
 
@@ -223,6 +226,15 @@ def cross_encoder(cache_dir: Path) -> Reranker:
     from chunkwise.models.cross_encoder import OnnxCrossEncoder
 
     return OnnxCrossEncoder(cache_dir=cache_dir)
+
+
+def cross_encoder_maxp(cache_dir: Path) -> Reranker:
+    """The same cross-encoder reading up to :data:`~chunkwise.models.cross_encoder.MAXP_WINDOWS` windows
+    tiled over a passage and keeping the best one's logit (BERT-MaxP): a 2,000-character chunk is read
+    whole, at up to three times the pairs."""
+    from chunkwise.models.cross_encoder import MAXP_WINDOWS, OnnxCrossEncoder
+
+    return OnnxCrossEncoder(windows=MAXP_WINDOWS, cache_dir=cache_dir)
 
 
 def openai_embedder(rest: str, models: Models) -> Embedder:
