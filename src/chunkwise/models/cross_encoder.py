@@ -14,9 +14,9 @@ it fast enough on two cores:
   passage is instead cut into up to n windows tiled over it (:func:`tiled_windows`), each scored, the
   passage taking the highest (BERT-MaxP, Dai and Callan, 2019): the whole of a 2,000-character chunk is
   read, at up to n times the pairs. ``bench/tune_maxp.py`` measured it: the cross-encoder's own order
-  gains about 3 points of recall on the dev sets, the ``quality`` preset's blend of it with the hybrid
-  scores nothing beyond noise, so the preset keeps the single window and ``local:ms-marco-minilm-maxp``
-  offers the whole reading;
+  gains 1.3 to 1.6 points of the dev sets' mean on held-back queries, the ``quality`` preset's blend of
+  it with the hybrid scores nothing beyond a query or two, so the preset keeps the single window and
+  ``local:ms-marco-minilm-maxp`` offers the whole reading;
 - **length-sorted batches** under a token budget, padded per batch
   (:func:`~chunkwise.models.onnx_session.length_batches`);
 - batches side by side on every core (:func:`~chunkwise.models.onnx_session.run_batches`); the
