@@ -389,3 +389,29 @@ def test_the_command_copies_to_postgresql_and_reports_like_the_other_kb_commands
     assert partly.returncode == 1
     assert f"error: {damaged}: " in partly.stderr
     assert partly.stdout.startswith("copied 3, skipped 0, failed 1; ")
+
+
+def test_a_copy_onto_its_own_store_is_refused(tmp_path: Path, pg_url: str, data_dir: Path) -> None:
+    """The target is the source: by the same directory, by a relative path or a symbolic link to it, by
+    the same URL. Each is a ConfigError saying nothing was copied (exit 2 from the command), and the
+    store is as it was; another directory beside it is copied into."""
+    source = tmp_path / "kb"
+    build(str(source), data_dir)
+    (tmp_path / "link").symlink_to(source, target_is_directory=True)
+    with open_store(str(source), read_only=True) as store:
+        before = contents(store), store.counts()
+    relative = run_chunkwise("kb", "copy", "--kb", str(source), "--to", "kb", cwd=tmp_path)
+    assert relative.returncode == 2
+    assert relative.stderr.startswith("error: ")
+    assert "is the knowledge base being copied; nothing was copied" in relative.stderr
+    for same in (str(source), str(tmp_path / "link")):
+        with hashed(str(source), None) as kb, pytest.raises(ConfigError, match="being copied"):
+            kb.copy_to(same)
+    with open_store(str(source), read_only=True) as store:
+        assert (contents(store), store.counts()) == before
+    with hashed(str(source), None) as kb:
+        assert len(kb.copy_to(str(tmp_path / "elsewhere")).copied) == len(FILES)
+    with hashed(pg_url) as kb:
+        kb.add(files(data_dir)[:1])
+        with pytest.raises(ConfigError, match="being copied"):
+            kb.copy_to(pg_url)

@@ -14,7 +14,9 @@ a search of the target embeds its queries as the source's were, and a later inge
 computes the fingerprints the documents carry and skips them.
 
 A target that records another embedder is refused before anything is written: its vectors and the
-source's could not be compared. A document the target already holds with the same content, fingerprint
+source's could not be compared. A target that is the source itself (the same location, or its directory by
+another path) is refused likewise: every document would be skipped, and the report would read as if a
+copy had been made. A document the target already holds with the same content, fingerprint
 and stored fields is ``skipped`` by ``put`` itself, so a copy that was interrupted goes on where it
 stopped when run again. A document that cannot be read whole or stored (a damaged row, a string the
 target cannot hold) fails alone and is named; a store that cannot be reached or written ends the copy.
@@ -22,6 +24,7 @@ target cannot hold) fails alone and is named; a store that cannot be reached or 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -73,11 +76,16 @@ def copy_store(
     gets an ingest's events, one a document (``added``, ``replaced``, ``skipped`` or ``failed``).
 
     Raises:
-        ConfigError: ``target`` records another embedder than ``source`` (both named); nothing was
-            written.
+        ConfigError: ``target`` is ``source`` (the same location, or the same directory by another
+            path), or records another embedder than ``source`` (both named); nothing was written.
         StoreError: ``source`` holds documents but records no embedder, or a store cannot be reached or
             written (the documents copied before stay copied).
     """
+    if same_location(source.location, target.location):
+        raise ConfigError(
+            f"{target.location}: is the knowledge base being copied; nothing was copied: copy into another "
+            "directory or schema"
+        )
     began = time.perf_counter()
     report = CopyReport()
     documents = source.documents()
@@ -97,6 +105,17 @@ def copy_store(
         report.seconds = time.perf_counter() - began
     report.counts = target.counts()
     return report
+
+
+def same_location(first: str, second: str) -> bool:
+    """Whether two store locations name one store: the same text, or one directory reached by two paths
+    (a relative path, a symbolic link). URLs are compared as written, without their passwords."""
+    if first == second:
+        return True
+    try:
+        return os.path.samefile(first, second)
+    except (OSError, ValueError):  # a URL, or a path that does not exist or holds a NUL
+        return False
 
 
 def _embedder(source: Store, target: Store, filled: bool) -> tuple[str, int, str] | None:
