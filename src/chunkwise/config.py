@@ -31,7 +31,7 @@ Presets: ``default`` (BM25 + dense hybrid with the default local embedder, extra
 anywhere), ``fast`` (the same with all-MiniLM-L6-v2, the quickest to ingest, on chunks of 800
 characters that fit its 256-token window), ``quality`` (``default``
 with passage windows of 64 tokens and BM25's fusion weight at 0.5, plus the bundled cross-encoder
-reranking the best 20 fused candidates, its score blended with the fused one at weight 0.2; no LLM),
+reranking the best 10 fused candidates, its score blended with the fused one at weight 0.2; no LLM),
 ``chunkrag`` (ChunkRAG's Algorithm 1: rewrite, hybrid, redundancy, LLM relevance filter, rerank, LLM
 answer) and ``dsrag`` (contextual headers with summaries, relevant segment extraction, LLM answer).
 """
@@ -438,9 +438,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     "quality": {
         "models": {"reranker": "local:ms-marco-minilm"},
         # window layout, BM25 and rerank weights tuned together on the dev sets with a held-back split
-        # (bench/tune_rerank.py): overlapping windows beside the whole chunk, the default's size and weight
+        # (bench/tune_rerank.py): overlapping windows beside the whole chunk, the default's size and weight;
+        # the best 10 candidates reranked score as the best 20 did, at two thirds of the latency
+        # (bench/tune_maxp.py, bench/pipeline_latency.py)
         "retrieval": {"window_overlap": True, "embed_whole": True},
-        "rerank": {"enabled": True, "depth": 20, "weight": 0.2},
+        "rerank": {"enabled": True, "depth": 10, "weight": 0.2},
     },
     "dsrag": {
         "headers": {"summary": True, "llm": True},
