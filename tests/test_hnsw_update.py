@@ -85,6 +85,17 @@ def assert_follows_the_store(store: SQLiteStore) -> None:
     assert recall >= 0.95
 
 
+def assert_found_by_their_own_vectors(store: SQLiteStore, rows: range | list[int]) -> None:
+    """Nine in ten of the chunks at ``rows`` of the dense index (all but one of twelve) are the top hit of
+    a search for their own vector. Not all: an HNSW graph built whole can leave a node that no search
+    reaches (its in-links pruned away; about one build in eight of these 2,100-2,200 random 8-d vectors
+    leaves one or two, found by the exact search and by no search of the graph, however deep), while a
+    graph that holds other vectors under these keys finds none of them."""
+    index = store.dense_index()
+    found = [store.dense(index.matrix[row], 1)[0][0] == index.keys[row] for row in rows]
+    assert sum(found) >= 0.9 * len(found), found
+
+
 def search_vector(store: SQLiteStore, query: np.ndarray) -> list[int]:
     """The keys of the top 10 of a dense search for ``query``."""
     return [key for key, _ in store.dense(query, 10)]
@@ -132,9 +143,7 @@ def test_a_reembedding_rebuilds_the_graph_whole(tmp_path):
         search(store)
         assert changed(tmp_path) == 0
         assert_follows_the_store(store)
-        index = store.dense_index()
-        for row in range(0, len(index), 97):
-            assert store.dense(index.matrix[row], 1)[0][0] == index.keys[row]
+        assert_found_by_their_own_vectors(store, range(0, len(store.dense_index()), 97))
 
 
 def test_a_reembedding_of_another_dimension_rebuilds_the_graph_whole(tmp_path):
@@ -144,7 +153,7 @@ def test_a_reembedding_of_another_dimension_rebuilds_the_graph_whole(tmp_path):
                 vectors = unit_vectors(len(stored.chunks), 16, seed=number(stored.doc.id))
                 session.write(stored.doc.id, Reembedded(vectors, None, "f2"))
         index = store.dense_index()
-        assert store.dense(index.matrix[5], 1)[0][0] == index.keys[5]
+        assert_found_by_their_own_vectors(store, range(5, len(index), 97))
         assert changed(tmp_path) == 0
         assert index.graph().ndim == 16
 
@@ -161,8 +170,7 @@ def test_keys_given_again_rebuild_the_graph_whole(tmp_path):
         search(store)
         assert changed(tmp_path) == 0
         assert_follows_the_store(store)
-        for row in range(len(index) - CHUNKS, len(index), 9):
-            assert store.dense(index.matrix[row], 1)[0][0] == index.keys[row]
+        assert_found_by_their_own_vectors(store, range(len(index) - CHUNKS, len(index), 9))
 
 
 def reopened(directory: Path) -> SQLiteStore:
@@ -204,9 +212,9 @@ def test_a_restored_backup_rebuilds_the_graph_of_the_lost_writes_whole(tmp_path,
         search(store)
         assert changed(tmp_path) == 0
         assert_follows_the_store(store)
-        for key in lost[::9]:
-            row = int(np.searchsorted(index.keys, key))
-            assert store.dense(index.matrix[row], 1)[0][0] == key
+        rows = [int(np.searchsorted(index.keys, key)) for key in lost[::9]]
+        assert index.keys[rows].tolist() == lost[::9]
+        assert_found_by_their_own_vectors(store, rows)
 
 
 def test_writes_after_a_restored_backup_update_the_graph_built_for_them(tmp_path):
