@@ -177,9 +177,10 @@ def tune(points: Sequence[Tunable], reference: Tunable, base: PipelineConfig, ar
     }
 
 
-def arguments(description: str) -> Any:
-    """The command line shared by the tuning scripts: ``--data``, ``--workdir``, ``--holdout``, ``--seed``."""
-    parser = argparse.ArgumentParser(description=description)
+def arguments(description: str, parser: argparse.ArgumentParser | None = None) -> Any:
+    """The command line shared by the tuning scripts: ``--data``, ``--workdir``, ``--holdout``, ``--seed``,
+    added to ``parser`` when a script brings one with options of its own."""
+    parser = parser or argparse.ArgumentParser(description=description)
     add_data_option(parser)
     parser.add_argument("--workdir", type=Path, default=Path.home() / ".cache" / "chunkwise" / "eval")
     parser.add_argument("--holdout", type=float, default=0.3)

@@ -24,6 +24,7 @@ Writes ``bench/results/tune_maxp.json`` and prints the tables.
 
 from __future__ import annotations
 
+import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -70,22 +71,21 @@ def limited(queries: int) -> Any:
     split = tune_defaults.split_queries
 
     def cut(dataset: Dataset, holdout: float, seed: int = 0) -> tuple[Dataset, Dataset]:
-        parts = split(dataset, holdout, seed)
-        return tuple(
-            dataclasses.replace(part, queries=subsample(part, queries, seed=seed).queries) for part in parts
-        )  # type: ignore[return-value]
+        tuning, held = split(dataset, holdout, seed)
+        return tuple(  # type: ignore[return-value]
+            dataclasses.replace(part, queries=subsample(part, queries, seed=seed).queries)
+            for part in (tuning, held)
+        )
 
     return cut
 
 
 def main() -> None:
     """Tune how the ``quality`` preset's cross-encoder reads a passage."""
-    queries = 100
-    if "--queries" in sys.argv:
-        at = sys.argv.index("--queries")
-        queries = int(sys.argv[at + 1])
-        del sys.argv[at : at + 2]
-    args = tune_defaults.arguments(__doc__.split("\n", 1)[0])
+    parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
+    parser.add_argument("--queries", type=int, default=100, help="queries scored of each part of a set")
+    args = tune_defaults.arguments("", parser)
+    queries = args.queries
     BUNDLED["reranker"]["ms-marco-minilm-x4"] = "tune_maxp:cross_encoder_x4"
     tune_defaults.split_queries = limited(queries)
     points = [Reading(w, d, r) for w in WINDOWS for d in DEPTHS for r in RERANK_WEIGHTS]
