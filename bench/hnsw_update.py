@@ -11,6 +11,9 @@ current, as a user's next query pays it):
 - one more document added with the saved graph deleted first: built whole, as every write had it before
   the graph followed the store.
 
+Each build or update includes finding the graph's strays (``chunkwise.store.dense.strays``), whose
+number is reported beside the time.
+
 After each, recall@10 of ``--queries`` searches through the graph against the exact search.
 
 Part ``churn``, behind ``UPDATE_SHARE`` (how much may change before the graph is built whole): a usearch
@@ -41,7 +44,7 @@ import numpy as np
 from chunkwise.chunking.chunk import make_chunk
 from chunkwise.document import Document
 from chunkwise.store import StoreSettings
-from chunkwise.store.dense import EXPANSION_SEARCH, GRAPH, SERIAL_START, STAMP
+from chunkwise.store.dense import EXPANSION_SEARCH, GRAPH, SERIAL_START, STAMP, STRAYS
 from chunkwise.store.sqlite import SQLiteStore
 from pipeline_latency import DIM, clustered_vectors
 
@@ -76,10 +79,11 @@ def recall_at_10(store: SQLiteStore, queries: np.ndarray) -> float:
     return float(np.mean(found))
 
 
-def stamp_counts(directory: Path) -> dict[str, int]:
-    """The counts the graph's stamp records (``changed``: chunks changed since it was built whole)."""
-    counts: dict[str, int] = json.loads((directory / STAMP).read_text(encoding="utf-8"))["counts"]
-    return counts
+def graph_stamp(directory: Path) -> dict[str, Any]:
+    """What the graph's stamp records: ``counts`` (``changed``: chunks changed since it was built whole)
+    and ``lists`` (``strays``: the nodes no search of the graph reaches, scored exactly beside its hits)."""
+    stamp: dict[str, Any] = json.loads((directory / STAMP).read_text(encoding="utf-8"))
+    return stamp
 
 
 def run(directory: Path, chunks: int, queries: int) -> dict[str, Any]:
@@ -94,15 +98,18 @@ def run(directory: Path, chunks: int, queries: int) -> dict[str, Any]:
     row: dict[str, Any] = {"chunks": chunks, "write_s": time.perf_counter() - began}
     probes = clustered_vectors(queries, rng)
     row["initial_build_s"] = first_search(store, probes[0])
+    row["initial_strays"] = len(graph_stamp(directory)["lists"][STRAYS])
     steps: list[dict[str, Any]] = []
 
     def step(name: str) -> None:
         seconds = first_search(store, probes[0])
+        stamp = graph_stamp(directory)
         steps.append(
             {
                 "write": name,
                 "first_search_s": seconds,
-                "changed_since_build": stamp_counts(directory)["changed"],
+                "changed_since_build": stamp["counts"]["changed"],
+                "strays": len(stamp["lists"][STRAYS]),
                 "recall@10": recall_at_10(store, probes),
             }
         )
@@ -182,15 +189,16 @@ def churn(nodes: int, dim: int, noise: float, queries: int) -> dict[str, Any]:
 def markdown(row: dict[str, Any]) -> str:
     """The result as a Markdown table."""
     lines = [
-        f"{row['chunks']:,} chunks (graph built first in {row['initial_build_s']:.1f} s):",
+        f"{row['chunks']:,} chunks (graph built first in {row['initial_build_s']:.1f} s, "
+        f"{row['initial_strays']} strays):",
         "",
-        "| write | first search s | chunks changed since built whole | recall@10 |",
-        "|---|---:|---:|---:|",
+        "| write | first search s | chunks changed since built whole | strays | recall@10 |",
+        "|---|---:|---:|---:|---:|",
     ]
     for step in row["steps"]:
         lines.append(
             f"| {step['write']} | {step['first_search_s']:.2f} | {step['changed_since_build']} "
-            f"| {step['recall@10']:.3f} |"
+            f"| {step['strays']} | {step['recall@10']:.3f} |"
         )
     columns = [key for key in row["churn"][0] if key not in ("nodes", "dim", "noise")]
     lines += [

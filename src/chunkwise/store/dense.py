@@ -11,7 +11,9 @@ that the store's history passed through the state the graph was built from (the 
 generation) and that every chunk the graph and the store share still has the vector the graph was
 given, and the changes since the graph was last built whole stay below :data:`UPDATE_SHARE`. Its
 recall@10 against the exact search is measured in the tests and in ``bench/pipeline_latency.py``
-(``bench/hnsw_update.py`` for a graph brought up to date). With passage
+(``bench/hnsw_update.py`` for a graph brought up to date). A graph may leave a few nodes that no search
+reaches (:func:`strays`): they are found after each build or update, recorded in the stamp and scored
+exactly beside every search's hits. With passage
 windows the graph of the chunks' vectors proposes candidates that are scored exactly by their windows
 (see :meth:`DenseIndex.search`). Those windows (about eight 1.5 KB vectors per 2,000-character chunk) are
 the bulk of the vectors, so a store above the threshold leaves them where they are stored and hands a
@@ -71,15 +73,25 @@ EXPANSION_SEARCH = 128
 #: last built whole for it to be brought up to date instead of built again. usearch removes a node by
 #: marking it (it is still walked through, and saved and loaded as removed), so removals accumulate
 #: over updates and cost recall where the graph has little to spare: on near-uniform 128-d vectors
-#: (10k nodes, recall@10 0.809 built whole) 10% of the nodes replaced in 5% steps gave 0.796, 25% gave
-#: 0.771 and 50% 0.730 (0.832 for the final vectors built whole); on clustered 384-d ones, as
-#: embeddings lie, 0.994-0.997 throughout (``bench/hnsw_update.py``, part ``churn``). A tenth keeps the
+#: (10k nodes, recall@10 0.803 built whole) 10% of the nodes replaced in 5% steps gave 0.789, 25% gave
+#: 0.772 and 50% 0.726 (0.834 for the final vectors built whole); on clustered 384-d ones, as
+#: embeddings lie, 0.994-0.999 throughout (``bench/hnsw_update.py``, part ``churn``). A tenth keeps the
 #: loss within about a point, and lets a 100k-chunk store take 10,000 chunks of writes before its next
 #: build.
 UPDATE_SHARE = 0.1
 #: The stamp's counts (:attr:`.sidecar.Stamp.counts`): the store's count of removed vectors at the
 #: graph's generation, and the chunks removed or added since the graph was last built whole.
 REMOVALS, CHANGED = "removals", "changed"
+#: The stamp's list (:attr:`.sidecar.Stamp.lists`) of the graph's strays: chunks that no search of the
+#: graph returns, not even one for the vector the graph holds for them (see :func:`strays`).
+STRAYS = "strays"
+#: The search breadth of the first, cheap pass of :func:`strays` over every node (about five times
+#: faster than :data:`EXPANSION_SEARCH`; narrower gains nothing more); the nodes it misses are searched
+#: again at the graph's own breadth.
+STRAY_SCAN = 8
+#: How deep the second pass of :func:`strays` looks for a node among the hits of its own vector: deeper
+#: than 1, so that one of two chunks of the same vector is not a stray for ranking second.
+STRAY_DEPTH = 10
 
 
 def _no_keys() -> Keys:
@@ -190,6 +202,7 @@ class DenseIndex:
         self.token = token
         self._lineage = lineage
         self._hnsw: Any = None
+        self._strays = _no_keys()
 
     def __len__(self) -> int:
         return int(self.keys.size)
@@ -267,23 +280,25 @@ class DenseIndex:
 
     def search(self, query: Vectors, k: int, *, approximate: bool = False) -> list[tuple[int, float]]:
         """Nearest chunk keys: exact, or through the HNSW graph of the chunks' vectors when
-        ``approximate``. With passage windows the graph proposes ``WINDOW_BREADTH`` times ``k`` chunks,
+        ``approximate``: the graph proposes chunks, which are scored exactly with the graph's strays (the
+        chunks no search of it reaches, :func:`strays`; a few in ten thousand), so that every chunk can be
+        found. With passage windows the graph proposes ``WINDOW_BREADTH`` times ``k`` chunks,
         each then scored exactly by its best vector, whole or window: a chunk's vector pooled from its
         windows (``retrieval.embed_whole = false``) lies near each of them, so the graph proposes the
         chunks its windows bring near (``bench/windows_search.py`` measures how many it finds)."""
         if not approximate or not len(self) or k <= 0:
             return self.exact(query, k)
         vector = query.astype(np.float32)
-        if not self.has_windows:
-            found = self.graph().search(vector, min(k, len(self)))
-            return [(int(key), 1.0 - float(d)) for key, d in zip(found.keys, found.distances, strict=True)]
-        proposed = self.graph().search(vector, min(k * WINDOW_BREADTH, len(self)))
-        keys = np.asarray(proposed.keys, dtype=np.int64)
+        graph = self.graph()
+        breadth = k if not self.has_windows else k * WINDOW_BREADTH
+        proposed = np.asarray(graph.search(vector, min(breadth, len(self))).keys, dtype=np.int64)
+        keys = np.concatenate([proposed, np.setdiff1d(self._strays, proposed)])
         with one_blas_thread():
-            wholes = self.matrix[np.searchsorted(self.keys, keys)] @ vector
-        windows = self.window_scores(vector, keys.tolist())
-        pairs = zip(keys.tolist(), wholes.tolist(), strict=True)
-        scores = np.array([max(whole, windows.get(key, whole)) for key, whole in pairs], dtype=np.float32)
+            scores = self.matrix[np.searchsorted(self.keys, keys)] @ vector
+        if self.has_windows:
+            windows = self.window_scores(vector, keys.tolist())
+            pairs = zip(keys.tolist(), scores.tolist(), strict=True)
+            scores = np.array([max(whole, windows.get(key, whole)) for key, whole in pairs], dtype=np.float32)
         best = top_k(scores, k)
         return [(int(keys[i]), float(scores[i])) for i in best]
 
@@ -315,9 +330,8 @@ class DenseIndex:
         variant = POOLED_GRAPH if self.has_windows else ""
         saved = _read(path)
         found = {GRAPH: content_digest(saved)} if saved is not None else {}
-        if (
-            saved is not None
-            and stamp_state(
+        state = (
+            stamp_state(
                 stamp,
                 self.generation,
                 self.keys,
@@ -326,17 +340,23 @@ class DenseIndex:
                 store=self.store,
                 found=found,
                 token=self.token,
-            ).usable
-        ):
+            )
+            if saved is not None
+            else None
+        )
+        recorded = state.stamp if state is not None else None
+        if saved is not None and recorded is not None and STRAYS in recorded.lists:
             index = self._new_graph()
             index.load(saved)
-        else:
+            self._strays = np.asarray(recorded.lists[STRAYS], dtype=np.int64)
+        else:  # absent, stale, or saved before strays were recorded: brought up to date or built whole
             updated = self._updated(saved, found, stamp, variant) if saved is not None else None
             if updated is None:
-                index, changed = self._new_graph(), 0
+                index, changed, known = self._new_graph(), 0, None
                 _insert(index, self.keys, self.graph_vectors())
             else:
-                index, changed = updated
+                index, changed, known = updated
+            self._strays = strays(index) if known is None else known
             if self.save:
                 built = scratch_path(path)
                 index.save(str(built))
@@ -350,6 +370,7 @@ class DenseIndex:
                     variant=variant,
                     store=self.store,
                     counts=counts,
+                    lists={STRAYS: self._strays.tolist()},
                     token=self.token,
                 )
         self._hnsw = index
@@ -363,10 +384,13 @@ class DenseIndex:
 
     def _updated(
         self, saved: bytes, found: Mapping[str, str], stamp: Path, variant: str
-    ) -> tuple[Any, int] | None:
+    ) -> tuple[Any, int, Keys | None] | None:
         """The graph saved (``saved``, whose digests are ``found``) for an earlier generation of this
         store, brought up to this one: the removed chunks' nodes removed, the added chunks' vectors added;
-        with the chunks removed or added since it was last built whole. ``None`` (build it whole) unless
+        with the chunks removed or added since it was last built whole, and its strays when they are known
+        without a search (only nodes removed, from a graph whose strays were recorded: a removed node is
+        only marked, and still leads a search on, so no other node is stranded), else ``None``. ``None``
+        (build it whole) unless
         its stamp vouches for these bytes, names this store, an earlier generation whose token the store's
         history holds (:data:`Lineage`) and this ``variant``, the graph is of this dimension and holds the
         keys its stamp names, the changes stay within :data:`UPDATE_SHARE`, and every chunk it shares
@@ -411,8 +435,39 @@ class DenseIndex:
             return None
         if removed.size:
             index.remove(removed)
+        if not added.size and STRAYS in recorded.lists:
+            return index, changed, np.setdiff1d(np.asarray(recorded.lists[STRAYS], dtype=np.int64), removed)
         _insert(index, added, self.graph_vectors(added))
-        return index, changed
+        return index, changed, None
+
+
+def strays(index: Any) -> Keys:
+    """The keys (sorted) of the HNSW graph ``index``'s nodes that a search for the very vector the graph
+    holds for them does not return among its first :data:`STRAY_DEPTH` hits: nodes left without links
+    into them (their in-links pruned away as later nodes were linked), which no search can reach. About 4
+    in 10,000 chunks of real bge-small embeddings, 1 in 10,000 of 100,000 synthetic ones; a search
+    scores them exactly beside the graph's hits (:meth:`DenseIndex.search`).
+
+    Every node is first searched for at :data:`STRAY_SCAN` breadth for its single best hit (100,000
+    synthetic 384-d nodes: about 4.5 s on two cores, a fifth of the build); the few thousand that this
+    misses are searched again at the graph's breadth. The graph's search breadth is restored before it
+    is returned. It runs after every build and every update: an update can strand a node of the graph
+    it was given, by pruning the links into it to make room for an added node's."""
+    keys = np.asarray(index.keys, dtype=np.int64)
+    if not keys.size:
+        return _no_keys()
+    vectors = np.vstack(index.get(keys)).astype(np.float32)
+    index.expansion_search = STRAY_SCAN
+    try:
+        first = np.asarray(index.search(vectors, 1).keys, dtype=np.int64).reshape(-1)
+    finally:
+        index.expansion_search = EXPANSION_SEARCH
+    suspects = np.flatnonzero(first != keys)
+    if not suspects.size:
+        return _no_keys()
+    again = np.asarray(index.search(vectors[suspects], min(STRAY_DEPTH, keys.size)).keys, dtype=np.int64)
+    reached = (again.reshape(suspects.size, -1) == keys[suspects, None]).any(axis=1)
+    return np.sort(keys[suspects[~reached]])
 
 
 def _insert(index: Any, keys: Keys, vectors: Vectors) -> None:

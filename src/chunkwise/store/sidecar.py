@@ -88,12 +88,14 @@ def publish(
     variant: str = "",
     store: str = "",
     counts: Mapping[str, int] | None = None,
+    lists: Mapping[str, Sequence[int]] | None = None,
     token: str = "",
 ) -> None:
     """Move the sidecar built at ``built`` (a :func:`scratch_path`) to ``saved`` and stamp it as covering
     ``keys`` of ``generation`` (whose token is ``token``) of database ``store``, built as ``variant``
     says (when an index can be built from the same rows in more than one way), with the ``counts`` its
-    own code reads back (:attr:`Stamp.counts`). The digests are taken of what was built, before the
+    own code reads back (:attr:`Stamp.counts`), and the lists of chunk keys it reads back likewise
+    (:attr:`Stamp.lists`). The digests are taken of what was built, before the
     move, and the stamp is written last, whole (see the module docstring)."""
     files = file_digests(built, saved.name)
     body: dict[str, object] = {
@@ -108,6 +110,8 @@ def publish(
         body["store"] = store
     if counts:
         body["counts"] = dict(counts)
+    if lists:
+        body["lists"] = {name: [int(key) for key in keys] for name, keys in lists.items()}
     if token:
         body["token"] = token
     try:
@@ -129,8 +133,9 @@ def publish(
 class Stamp:
     """What a stamp records (:func:`publish`): the ``generation`` of database ``store`` the sidecar was
     built for and its ``token`` ("" when none was recorded), the digest of the chunk ``keys`` it
-    covers, the digest of each of its ``files``, the ``variant`` it was built as, and ``counts``: numbers
-    the sidecar's own code records and reads back (the HNSW graph's, :mod:`.dense`)."""
+    covers, the digest of each of its ``files``, the ``variant`` it was built as, and ``counts`` and
+    ``lists``: numbers and lists of chunk keys the sidecar's own code records and reads back (the HNSW
+    graph's, :mod:`.dense`)."""
 
     generation: int
     keys: str
@@ -138,6 +143,7 @@ class Stamp:
     variant: str = ""
     store: str = ""
     counts: dict[str, int] = field(default_factory=dict)
+    lists: dict[str, tuple[int, ...]] = field(default_factory=dict)
     token: str = ""
 
 
@@ -153,6 +159,7 @@ def read_stamp(stamp: Path) -> Stamp:
         variant=str(body.get("variant", "")),
         store=str(body.get("store", "")),
         counts={str(name): int(count) for name, count in dict(body.get("counts", {})).items()},
+        lists={str(name): tuple(map(int, keys)) for name, keys in dict(body.get("lists", {})).items()},
         token=str(body.get("token", "")),
     )
 
@@ -161,10 +168,11 @@ def read_stamp(stamp: Path) -> Stamp:
 class StampState:
     """Whether the sidecar beside a stamp can be loaded (``usable``); ``problem`` says why a sidecar
     that claims the current generation cannot (``None`` when it can, or when it is absent or stale and
-    will simply be rebuilt)."""
+    will simply be rebuilt); ``stamp``: what the stamp records, when it is usable."""
 
     usable: bool
     problem: str | None = None
+    stamp: Stamp | None = None
 
 
 def stamp_state(
@@ -202,7 +210,7 @@ def stamp_state(
         return StampState(False, f"{saved.name} does not match its stamp ({', '.join(changed)})")
     if recorded.variant != variant:
         return StampState(False)  # intact, but built another way than wanted: rebuilt on use
-    return StampState(True)
+    return StampState(True, stamp=recorded)
 
 
 def _differences(recorded: Mapping[str, str], found: Mapping[str, str]) -> Sequence[str]:

@@ -1,0 +1,207 @@
+"""HNSW strays: nodes of a graph that no search reaches, found after each build and scored exactly.
+
+usearch, like every HNSW, prunes a node's links as nodes are added; a node can lose every link into it
+and then no search returns it, not even one for its own vector (about 4 in 10,000 chunks of real
+bge-small embeddings). A graph of two links per node, built one node at a time (deterministic), has
+many; the product's graphs of 16 have few, but the same code finds and scores them.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from chunkwise.store.dense import EXPANSION_SEARCH, STAMP, STRAY_DEPTH, STRAYS, DenseIndex, strays
+from tests.support.store import requires_usearch
+
+#: 800 random 8-d unit vectors in a graph of two links per node leave 17 strays (none of them found by
+#: a search for its own vector even 50 deep).
+NODES, DIM, SPARSE = 800, 8, 2
+
+
+def random_units(n: int, dim: int, seed: int) -> np.ndarray:
+    """``n`` random unit vectors of ``dim`` dimensions."""
+    vectors = np.random.default_rng(seed).normal(size=(n, dim)).astype(np.float32)
+    return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
+
+
+def sparse_graph(vectors: np.ndarray, connectivity: int = SPARSE) -> Any:
+    """A usearch graph of ``connectivity`` links per node holding ``vectors`` under keys 0.., added one
+    at a time (the same graph each time)."""
+    from usearch.index import Index
+
+    index = Index(
+        ndim=vectors.shape[1],
+        metric="cos",
+        dtype="f32",
+        connectivity=connectivity,
+        expansion_search=EXPANSION_SEARCH,
+    )
+    index.add(np.arange(len(vectors), dtype=np.int64), vectors, threads=1)
+    return index
+
+
+class SparseIndex(DenseIndex):
+    """The product's dense index over a graph of two links per node, so that it has strays."""
+
+    def _new_graph(self) -> Any:
+        from usearch.index import Index
+
+        return Index(
+            ndim=self.matrix.shape[1],
+            metric="cos",
+            dtype="f32",
+            connectivity=SPARSE,
+            expansion_search=EXPANSION_SEARCH,
+        )
+
+
+def own_hits(index: Any, vectors: np.ndarray, depth: int) -> np.ndarray:
+    """The keys of the first ``depth`` hits of a graph search for each of ``vectors``, a row each."""
+    return np.asarray(index.search(vectors, depth).keys, dtype=np.int64).reshape(len(vectors), -1)
+
+
+@requires_usearch
+def test_strays_are_the_nodes_no_search_of_their_own_vector_reaches():
+    vectors = random_units(NODES, DIM, seed=0)
+    graph = sparse_graph(vectors)
+    found = strays(graph)
+    assert found.size == 17
+    assert np.all(np.diff(found) > 0)
+    deep = own_hits(graph, vectors[found], 50)
+    assert not (deep == found[:, None]).any()  # not even 50 deep
+    others = np.setdiff1d(np.arange(NODES), found)
+    near = own_hits(graph, vectors[others], STRAY_DEPTH)
+    assert (near == others[:, None]).any(axis=1).all()
+    assert graph.expansion_search == EXPANSION_SEARCH  # the cheap first pass's breadth undone
+
+
+@requires_usearch
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    n=st.integers(min_value=1, max_value=400),
+    dim=st.sampled_from([2, 8, 24]),
+    connectivity=st.sampled_from([2, 3, 16]),
+    seed=st.integers(min_value=0, max_value=2**16),
+    twins=st.integers(min_value=0, max_value=3),
+)
+def test_every_node_is_a_stray_or_found_by_its_own_vector(n, dim, connectivity, seed, twins):
+    """Whatever the graph: strays are sorted keys of it, none of them among the first STRAY_DEPTH hits
+    of its own vector at the graph's breadth, and every other node is among them. Nodes of the same
+    vector (``twins`` copies of the first) are no strays for ranking behind each other."""
+    vectors = random_units(n, dim, seed)
+    vectors = np.concatenate([vectors, np.repeat(vectors[:1], twins, axis=0)])
+    graph = sparse_graph(vectors, connectivity)
+    found = strays(graph)
+    keys = np.arange(len(vectors))
+    assert np.all(np.isin(found, keys))
+    assert np.all(np.diff(found) > 0)
+    depth = min(STRAY_DEPTH, len(vectors))
+    reached = (own_hits(graph, vectors, depth) == keys[:, None]).any(axis=1)
+    assert np.array_equal(np.sort(keys[~reached]), found)
+
+
+@requires_usearch
+@pytest.mark.parametrize("windowed", [False, True], ids=["vectors", "pooled windows"])
+def test_a_search_of_the_graph_finds_its_strays(tmp_path, windowed):
+    """Each stray is the first hit of an approximate search for its own vector, at its exact score (1),
+    through the graph alone and through the graph with passage windows; the stamp records the strays,
+    and another index object (another process) loads the graph and them as they are."""
+    vectors = random_units(NODES, DIM, seed=0)
+    keys = np.arange(1, NODES + 1, dtype=np.int64)
+    windows = None
+    if windowed:  # two windows per chunk, whose mean is the chunk's vector
+        spread = random_units(NODES, DIM, seed=1) * 0.2
+        pair = np.stack([vectors + spread, vectors - spread], axis=1).reshape(-1, DIM)
+        windows = (np.repeat(keys, 2), pair / np.linalg.norm(pair, axis=1, keepdims=True))
+    index = SparseIndex(keys, vectors, generation=1, directory=tmp_path, windows=windows)
+    graph = index.graph()
+    found = strays(graph)
+    assert found.size >= 10
+    rows = np.searchsorted(keys, found)
+    assert not (own_hits(graph, vectors[rows], 10) == found[:, None]).any()
+    for key, row in zip(found.tolist(), rows.tolist(), strict=True):
+        assert index.search(vectors[row], 5, approximate=True)[0] == (key, pytest.approx(1.0, abs=1e-5))
+    stamp = tmp_path / STAMP
+    assert json.loads(stamp.read_text(encoding="utf-8"))["lists"][STRAYS] == found.tolist()
+    written = stamp.stat().st_mtime_ns
+    reopened = SparseIndex(keys, vectors, generation=1, directory=tmp_path, windows=windows)
+    key, row = int(found[0]), int(rows[0])
+    assert reopened.search(vectors[row], 5, approximate=True)[0][0] == key
+    assert stamp.stat().st_mtime_ns == written  # loaded, not built again
+
+
+@requires_usearch
+def test_a_graph_stamped_without_its_strays_is_built_again(tmp_path):
+    """A graph saved before strays were recorded is built again (and its strays found), not loaded
+    without them."""
+    vectors = random_units(NODES, DIM, seed=0)
+    keys = np.arange(1, NODES + 1, dtype=np.int64)
+    SparseIndex(keys, vectors, generation=1, directory=tmp_path).graph()
+    stamp = tmp_path / STAMP
+    body = json.loads(stamp.read_text(encoding="utf-8"))
+    expected = body.pop("lists")[STRAYS]
+    stamp.write_text(json.dumps(body), encoding="utf-8")
+    reopened = SparseIndex(keys, vectors, generation=1, directory=tmp_path)
+    row = int(np.searchsorted(keys, expected[0]))
+    assert reopened.search(vectors[row], 5, approximate=True)[0][0] == expected[0]
+    assert json.loads(stamp.read_text(encoding="utf-8"))["lists"][STRAYS] == expected
+
+
+@requires_usearch
+@pytest.mark.parametrize("share", [0.1, 0.5])
+def test_removing_nodes_strands_no_other(share):
+    """usearch removes a node by marking it: it still leads searches on, so the strays of a graph after
+    removals are its strays before, less the removed (what an update of removals alone relies on,
+    instead of searching every node again)."""
+    vectors = random_units(NODES, DIM, seed=3)
+    graph = sparse_graph(vectors)
+    before = strays(graph)
+    removed = np.random.default_rng(3).choice(NODES, int(share * NODES), replace=False)
+    graph.remove(removed)
+    assert np.array_equal(strays(graph), np.setdiff1d(before, removed))
+
+
+@requires_usearch
+def test_an_update_of_removals_alone_keeps_the_recorded_strays(tmp_path):
+    """A store's graph brought up to date after chunks were removed records its strays less those
+    removed, without searching; after chunks were added it finds them again, and finds each."""
+    vectors = random_units(NODES, DIM, seed=0)
+    keys = np.arange(1, NODES + 1, dtype=np.int64)
+    first = SparseIndex(keys, vectors, generation=1, directory=tmp_path, removals=0, token="t1")
+    first.graph()
+    recorded = json.loads((tmp_path / STAMP).read_text(encoding="utf-8"))["lists"][STRAYS]
+    gone = np.asarray([*recorded[:3], 5, 6, 7], dtype=np.int64)
+    kept = np.setdiff1d(keys, gone)
+    tokens = {1: "t1", 2: "t2"}
+    rows = np.searchsorted(keys, kept)
+    second = SparseIndex(
+        kept, vectors[rows], generation=2, directory=tmp_path, removals=6, token="t2", lineage=tokens.get
+    )
+    second.graph()
+    body = json.loads((tmp_path / STAMP).read_text(encoding="utf-8"))
+    assert body["counts"]["changed"] == 6  # brought up to date, not built whole
+    assert body["lists"][STRAYS] == recorded[3:]
+    more = random_units(40, DIM, seed=9)
+    grown = np.concatenate([kept, np.arange(NODES + 1, NODES + 41, dtype=np.int64)])
+    third = SparseIndex(
+        grown,
+        np.concatenate([vectors[rows], more]),
+        generation=3,
+        directory=tmp_path,
+        removals=6,
+        token="t3",
+        lineage=(tokens | {3: "t3"}).get,
+    )
+    graph = third.graph()
+    body = json.loads((tmp_path / STAMP).read_text(encoding="utf-8"))
+    assert body["counts"]["changed"] == 46
+    assert body["lists"][STRAYS] == strays(graph).tolist()
+    for key in body["lists"][STRAYS]:
+        row = int(np.searchsorted(grown, key))
+        assert third.search(third.matrix[row], 3, approximate=True)[0][0] == key
