@@ -137,6 +137,13 @@ class StoreAuthError(StoreError):
     """The database server refused the credentials (wrong password, unknown user, no password given)."""
 
 
+class StoreOperationError(StoreError):
+    """The database server, still reachable, refused or cancelled one operation: a lock wait or a
+    statement outlasted its ``lock_timeout`` or ``statement_timeout``, too many connections, a disk or
+    memory shortage. The operation's transaction was rolled back, nothing of it kept; it may succeed when
+    tried again. ``reason`` carries the server's SQLSTATE and message (never the password)."""
+
+
 class StoreExtensionError(StoreError):
     """A database extension the store needs (pgvector) is missing and could not be created."""
 

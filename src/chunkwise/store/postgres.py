@@ -50,6 +50,7 @@ from chunkwise.errors import (
     StoreAuthError,
     StoreError,
     StoreExtensionError,
+    StoreOperationError,
     StoreUnavailableError,
     StoreURLError,
 )
@@ -418,7 +419,9 @@ class PostgresStore:
 
     @contextmanager
     def _conn(self) -> Iterator[Any]:
-        """A pooled connection, committed on success; a lost server becomes a typed error. A lost
+        """A pooled connection, committed on success; a lost server becomes a typed error, and so does an
+        operation the server refused or cancelled while it stays reachable (:class:`StoreOperationError`:
+        a lock or statement timeout, too many connections, a full disk), its message scrubbed. A lost
         connection means the others idle in the pool were most likely lost with it (a server restart, a
         failover): they are tested and replaced at once, so that the next call gets a working one instead
         of each of them failing one more call in turn."""
@@ -432,7 +435,10 @@ class PostgresStore:
         except self._psycopg.OperationalError as exc:
             state = exc.sqlstate or ""
             if state and not state.startswith(_CONNECTION_STATES):
-                raise
+                message = _one_line(str(exc), self._where)
+                raise StoreOperationError(
+                    self.location, f"the database refused the operation (SQLSTATE {state}): {message}"
+                ) from None
             self._pool.check()
             raise self._failure(exc) from None
 
