@@ -425,11 +425,11 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
         s = service()
 
         def read() -> dict[str, Any]:
-            try:
-                doc = s.reader.document(doc_id)
+            try:  # text and spans of one version, whatever a writer replaces meanwhile
+                stored = s.reader.stored_chunks(doc_id)
             except KeyError:
                 raise ApiError(404, "not_found", f"no document {doc_id!r}") from None
-            return dict(doc.to_dict(), chunks=s.reader.chunk_spans(doc_id))
+            return dict(stored.doc.to_dict(), chunks=[(c.start, c.end) for c in stored.chunks])
 
         return await s.compute(read)
 

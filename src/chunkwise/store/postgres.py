@@ -88,6 +88,8 @@ _DOC_LOCK = 0x63770002  # one writer per (schema, document)
 
 #: SQLSTATE classes of a connection that failed or was lost, and of the server shutting down.
 _CONNECTION_STATES = ("08", "57P")
+#: The first statement of a transaction whose reads must see one snapshot of the store.
+_SNAPSHOT = "SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY"
 #: SQLSTATEs of refused credentials.
 _AUTH_STATES = ("28000", "28P01")
 
@@ -978,6 +980,25 @@ class PostgresStore:
             self._document(conn, doc_id), chunks, [row[-1] for row in rows], fingerprint
         )
 
+    def stored_chunks(self, doc_id: str) -> StoredForEmbedding:
+        """``doc_id`` with its chunks and headers, read in one read-only transaction that sees one
+        snapshot (repeatable read; see :meth:`.protocol.Store.stored_chunks`); ``KeyError`` if absent."""
+        if not storable_id(doc_id):
+            raise KeyError(doc_id)
+        with self._conn() as conn, conn.transaction():
+            conn.execute(_SNAPSHOT)
+            return self._stored_with_summary(conn, doc_id)[0]
+
+    def _stored_with_summary(self, conn: Any, doc_id: str) -> tuple[StoredForEmbedding, str]:
+        """``doc_id`` with its chunks and headers, and its summary, read on ``conn`` (in the caller's
+        transaction); ``KeyError`` if absent."""
+        row = conn.execute(
+            f"SELECT fingerprint, summary FROM {self._s}.documents WHERE doc_id = %s", (doc_id,)
+        ).fetchone()
+        if row is None:
+            raise KeyError(doc_id)
+        return self._stored_for_embedding(conn, doc_id, row[0]), str(row[1])
+
     def stored_document(self, doc_id: str) -> StoredDocument:
         """Everything stored of ``doc_id``, read in one read-only transaction that sees one snapshot
         (repeatable read; see :meth:`.protocol.Store.stored_document`), the vectors in pgvector's binary
@@ -989,13 +1010,8 @@ class PostgresStore:
         vector = "v.embedding" if dim is not None else "NULL"
         join = f"LEFT JOIN {s}.vectors v USING (chunk_key)" if dim is not None else ""
         with self._conn() as conn, conn.transaction():
-            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            row = conn.execute(
-                f"SELECT fingerprint, summary FROM {s}.documents WHERE doc_id = %s", (doc_id,)
-            ).fetchone()
-            if row is None:
-                raise KeyError(doc_id)
-            stored = self._stored_for_embedding(conn, doc_id, row[0])
+            conn.execute(_SNAPSHOT)
+            stored, summary = self._stored_with_summary(conn, doc_id)
             binary = conn.cursor(binary=True)
             vectors = binary.execute(
                 f"SELECT c.chunk_key, {vector} FROM {s}.chunks c {join} WHERE c.doc_id = %s"
@@ -1015,7 +1031,7 @@ class PostgresStore:
             return np.array(stacked, dtype=np.float32).reshape(len(rows), dim or 0)
 
         return with_vectors(
-            self.location, stored, summary=row[1], vectors=vectors, windows=windows, matrix=matrix
+            self.location, stored, summary=summary, vectors=vectors, windows=windows, matrix=matrix
         )
 
     def summary(self, doc_id: str) -> str:
