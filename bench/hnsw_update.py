@@ -44,7 +44,7 @@ import numpy as np
 from chunkwise.chunking.chunk import make_chunk
 from chunkwise.document import Document
 from chunkwise.store import StoreSettings
-from chunkwise.store.dense import EXPANSION_SEARCH, GRAPH, SERIAL_START, STAMP, STRAYS
+from chunkwise.store.dense import EXPANSION_SEARCH, GRAPH, SERIAL_START, STAMP, STRAYS, usearch_index
 from chunkwise.store.sqlite import SQLiteStore
 from pipeline_latency import DIM, clustered_vectors
 
@@ -130,8 +130,7 @@ def run(directory: Path, chunks: int, queries: int) -> dict[str, Any]:
 def churn(nodes: int, dim: int, noise: float, queries: int) -> dict[str, Any]:
     """Recall@10 of a graph of ``nodes`` vectors (``dim`` dimensions around 1,000 centres, ``noise``
     times a normal draw off them) as 5% of its nodes are replaced at a time, against a graph built whole."""
-    from usearch.index import Index
-
+    new_graph = usearch_index()
     rng = np.random.default_rng(dim)
     centres = rng.normal(size=(1000, dim))
 
@@ -140,7 +139,7 @@ def churn(nodes: int, dim: int, noise: float, queries: int) -> dict[str, Any]:
         return vectors / np.linalg.norm(vectors, axis=1, keepdims=True)
 
     def built(keys: np.ndarray, vectors: np.ndarray) -> Any:
-        graph = Index(ndim=dim, metric="cos", dtype="f32", expansion_search=EXPANSION_SEARCH)
+        graph = new_graph(ndim=dim, metric="cos", dtype="f32", expansion_search=EXPANSION_SEARCH)
         graph.add(keys[:SERIAL_START], vectors[:SERIAL_START], threads=1)
         graph.add(keys[SERIAL_START:], vectors[SERIAL_START:])
         return graph
@@ -176,7 +175,7 @@ def churn(nodes: int, dim: int, noise: float, queries: int) -> dict[str, Any]:
             graph.remove(gone)
             graph.add(added, new)
             graph.save(f"{tmp}/graph")
-            graph = Index(ndim=dim, metric="cos", dtype="f32", expansion_search=EXPANSION_SEARCH)
+            graph = new_graph(ndim=dim, metric="cos", dtype="f32", expansion_search=EXPANSION_SEARCH)
             graph.load(f"{tmp}/graph")
             if replaced in (2, 5, 10):
                 row[f"{replaced * 5}% replaced"] = recall(graph, live)

@@ -16,7 +16,16 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from chunkwise.store.dense import EXPANSION_SEARCH, STAMP, STRAY_DEPTH, STRAYS, DenseIndex, strays
+from chunkwise.store.dense import (
+    EXPANSION_SEARCH,
+    STAMP,
+    STRAY_DEPTH,
+    STRAYS,
+    WINDOW_BREADTH,
+    DenseIndex,
+    strays,
+    usearch_index,
+)
 from tests.support.store import requires_usearch
 
 #: 800 random 8-d unit vectors in a graph of two links per node leave 17 strays (none of them found by
@@ -33,9 +42,7 @@ def random_units(n: int, dim: int, seed: int) -> np.ndarray:
 def sparse_graph(vectors: np.ndarray, connectivity: int = SPARSE) -> Any:
     """A usearch graph of ``connectivity`` links per node holding ``vectors`` under keys 0.., added one
     at a time (the same graph each time)."""
-    from usearch.index import Index
-
-    index = Index(
+    index = usearch_index()(
         ndim=vectors.shape[1],
         metric="cos",
         dtype="f32",
@@ -50,9 +57,7 @@ class SparseIndex(DenseIndex):
     """The product's dense index over a graph of two links per node, so that it has strays."""
 
     def _new_graph(self) -> Any:
-        from usearch.index import Index
-
-        return Index(
+        return usearch_index()(
             ndim=self.matrix.shape[1],
             metric="cos",
             dtype="f32",
@@ -205,3 +210,32 @@ def test_an_update_of_removals_alone_keeps_the_recorded_strays(tmp_path):
     for key in body["lists"][STRAYS]:
         row = int(np.searchsorted(grown, key))
         assert third.search(third.matrix[row], 3, approximate=True)[0][0] == key
+
+
+@requires_usearch
+def test_a_graph_of_many_strays_scores_only_the_nearest(tmp_path, monkeypatch):
+    """Three hundred chunks of one vector (copies of one text) strand most of their kind: such a graph
+    has more strays than a search asks for, and a search scores (and reads the windows of) only the
+    nearest of them beside the graph's proposals, while each stray is still found for its own vector."""
+    copies = np.repeat(random_units(1, DIM, seed=7), 300, axis=0)
+    vectors = np.concatenate([random_units(NODES, DIM, seed=0), copies])
+    keys = np.arange(1, len(vectors) + 1, dtype=np.int64)
+    spread = random_units(len(vectors), DIM, seed=1) * 0.2
+    pair = np.stack([vectors + spread, vectors - spread], axis=1).reshape(-1, DIM)
+    windows = (np.repeat(keys, 2), pair / np.linalg.norm(pair, axis=1, keepdims=True))
+    index = SparseIndex(keys, vectors, generation=1, directory=tmp_path, windows=windows)
+    stranded = strays(index.graph())
+    k, breadth = 3, 3 * WINDOW_BREADTH
+    assert stranded.size > 2 * breadth
+    scored: list[int] = []
+    read = index.window_scores
+    monkeypatch.setattr(
+        index, "window_scores", lambda v, wanted: scored.append(len(wanted)) or read(v, wanted)
+    )
+    for key in stranded[:: max(1, stranded.size // 10)].tolist():
+        row = int(np.searchsorted(keys, key))
+        found = index.search(vectors[row], k, approximate=True)
+        assert found[0][1] == pytest.approx(1.0, abs=1e-5)
+        if key <= NODES:  # a stray of its own vector, not one of the copies
+            assert found[0][0] == key
+    assert max(scored) <= 2 * breadth

@@ -29,7 +29,7 @@ DOC = doc_from_markdown_lines(
 )
 
 #: usearch's HNSW tests. A marker, not ``pytest.importorskip``: importing usearch before onnxruntime
-#: crashes the process when onnxruntime loads (see ``chunkwise.store.dense._usearch_index``).
+#: crashes the process when onnxruntime loads (see ``chunkwise.store.dense.usearch_index``).
 requires_usearch = pytest.mark.skipif(
     importlib.util.find_spec("usearch") is None, reason="usearch not installed"
 )

@@ -203,6 +203,7 @@ class DenseIndex:
         self._lineage = lineage
         self._hnsw: Any = None
         self._strays = _no_keys()
+        self._stray_vectors = _no_rows(matrix)
 
     def __len__(self) -> int:
         return int(self.keys.size)
@@ -281,18 +282,19 @@ class DenseIndex:
     def search(self, query: Vectors, k: int, *, approximate: bool = False) -> list[tuple[int, float]]:
         """Nearest chunk keys: exact, or through the HNSW graph of the chunks' vectors when
         ``approximate``: the graph proposes chunks, which are scored exactly with the graph's strays (the
-        chunks no search of it reaches, :func:`strays`; a few in ten thousand), so that every chunk can be
-        found. With passage windows the graph proposes ``WINDOW_BREADTH`` times ``k`` chunks,
-        each then scored exactly by its best vector, whole or window: a chunk's vector pooled from its
-        windows (``retrieval.embed_whole = false``) lies near each of them, so the graph proposes the
-        chunks its windows bring near (``bench/windows_search.py`` measures how many it finds)."""
+        chunks no search of it reaches, :func:`strays`; a few in ten thousand; as many as the graph
+        proposes at most, the nearest), so that every chunk can be found. With passage windows the graph
+        proposes ``WINDOW_BREADTH`` times ``k`` chunks, each then scored exactly by its best vector,
+        whole or window: a chunk's vector pooled from its windows (``retrieval.embed_whole = false``)
+        lies near each of them, so the graph proposes the chunks its windows bring near
+        (``bench/windows_search.py`` measures how many it finds)."""
         if not approximate or not len(self) or k <= 0:
             return self.exact(query, k)
         vector = query.astype(np.float32)
         graph = self.graph()
         breadth = k if not self.has_windows else k * WINDOW_BREADTH
         proposed = np.asarray(graph.search(vector, min(breadth, len(self))).keys, dtype=np.int64)
-        keys = np.concatenate([proposed, np.setdiff1d(self._strays, proposed)])
+        keys = np.concatenate([proposed, np.setdiff1d(self._nearest_strays(vector, breadth), proposed)])
         with one_blas_thread():
             scores = self.matrix[np.searchsorted(self.keys, keys)] @ vector
         if self.has_windows:
@@ -301,6 +303,16 @@ class DenseIndex:
             scores = np.array([max(whole, windows.get(key, whole)) for key, whole in pairs], dtype=np.float32)
         best = top_k(scores, k)
         return [(int(keys[i]), float(scores[i])) for i in best]
+
+    def _nearest_strays(self, vector: Vectors, breadth: int) -> Keys:
+        """The graph's strays, or when there are more than ``breadth`` the ``breadth`` nearest to
+        ``vector`` by the vectors the graph holds for them: as the graph itself proposes chunks, so that
+        a store with many strays (thousands of copies of one text, all but a few stranded) does not score
+        or read the windows of every one for every search."""
+        if self._strays.size <= breadth:
+            return self._strays
+        with one_blas_thread():
+            return self._strays[top_k(self._stray_vectors @ vector, breadth)]
 
     def graph_vectors(self, keys: Keys | None = None) -> Vectors:
         """What the HNSW graph is built from, for ``keys`` (sorted keys this index holds; every chunk
@@ -373,12 +385,14 @@ class DenseIndex:
                     lists={STRAYS: self._strays.tolist()},
                     token=self.token,
                 )
+        if self._strays.size:
+            self._stray_vectors = np.vstack(index.get(self._strays)).astype(np.float32)
         self._hnsw = index
         return index
 
     def _new_graph(self) -> Any:
         """An empty HNSW graph for this index's vectors."""
-        return _usearch_index()(
+        return usearch_index()(
             ndim=self.matrix.shape[1], metric="cos", dtype="f32", expansion_search=EXPANSION_SEARCH
         )
 
@@ -488,7 +502,7 @@ def _read(path: Path) -> bytes | None:
         return None
 
 
-def _usearch_index() -> Any:
+def usearch_index() -> Any:
     """usearch's ``Index`` class, with onnxruntime (when installed) loaded first.
 
     With usearch 2.26 and onnxruntime 1.32 on Linux, loading onnxruntime's native module after usearch's
