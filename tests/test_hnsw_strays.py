@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from chunkwise.store import dense
 from chunkwise.store.dense import (
     EXPANSION_SEARCH,
     STAMP,
@@ -94,15 +96,18 @@ def test_strays_are_the_nodes_no_search_of_their_own_vector_reaches():
     connectivity=st.sampled_from([2, 3, 16]),
     seed=st.integers(min_value=0, max_value=2**16),
     twins=st.integers(min_value=0, max_value=3),
+    block=st.sampled_from([7, 64, dense.STRAY_BLOCK]),
 )
-def test_every_node_is_a_stray_or_found_by_its_own_vector(n, dim, connectivity, seed, twins):
+def test_every_node_is_a_stray_or_found_by_its_own_vector(*, n, dim, connectivity, seed, twins, block):
     """Whatever the graph: strays are sorted keys of it, none of them among the first STRAY_DEPTH hits
-    of its own vector at the graph's breadth, and every other node is among them. Nodes of the same
-    vector (``twins`` copies of the first) are no strays for ranking behind each other."""
+    of its own vector at the graph's breadth, and every other node is among them, however many nodes
+    are read at a time (``block``). Nodes of the same vector (``twins`` copies of the first) are no
+    strays for ranking behind each other."""
     vectors = random_units(n, dim, seed)
     vectors = np.concatenate([vectors, np.repeat(vectors[:1], twins, axis=0)])
     graph = sparse_graph(vectors, connectivity)
-    found = strays(graph)
+    with mock.patch.object(dense, "STRAY_BLOCK", block):
+        found = strays(graph)
     keys = np.arange(len(vectors))
     assert np.all(np.isin(found, keys))
     assert np.all(np.diff(found) > 0)

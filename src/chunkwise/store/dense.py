@@ -89,6 +89,9 @@ STRAYS = "strays"
 #: faster than :data:`EXPANSION_SEARCH`; narrower gains nothing more); the nodes it misses are searched
 #: again at the graph's own breadth.
 STRAY_SCAN = 8
+#: How many nodes :func:`strays` reads the vectors of and searches for at once (16,384 of 384
+#: dimensions: 25 MB, and as much again in usearch's arrays of one vector each).
+STRAY_BLOCK = 16384
 #: How deep the second pass of :func:`strays` looks for a node among the hits of its own vector: deeper
 #: than 1, so that one of two chunks of the same vector is not a stray for ranking second.
 STRAY_DEPTH = 10
@@ -466,22 +469,24 @@ def strays(index: Any) -> Keys:
     synthetic 384-d nodes: about 4.5 s on two cores, a fifth of the build); the few thousand that this
     misses are searched again at the graph's breadth. The graph's search breadth is restored before it
     is returned. It runs after every build and every update: an update can strand a node of the graph
-    it was given, by pruning the links into it to make room for an added node's."""
+    it was given, by pruning the links into it to make room for an added node's. The graph's vectors
+    are read :data:`STRAY_BLOCK` nodes at a time (usearch hands them one array per node)."""
     keys = np.asarray(index.keys, dtype=np.int64)
-    if not keys.size:
-        return _no_keys()
-    vectors = np.vstack(index.get(keys)).astype(np.float32)
-    index.expansion_search = STRAY_SCAN
-    try:
-        first = np.asarray(index.search(vectors, 1).keys, dtype=np.int64).reshape(-1)
-    finally:
-        index.expansion_search = EXPANSION_SEARCH
-    suspects = np.flatnonzero(first != keys)
-    if not suspects.size:
-        return _no_keys()
-    again = np.asarray(index.search(vectors[suspects], min(STRAY_DEPTH, keys.size)).keys, dtype=np.int64)
-    reached = (again.reshape(suspects.size, -1) == keys[suspects, None]).any(axis=1)
-    return np.sort(keys[suspects[~reached]])
+    found = [_no_keys()]
+    for start in range(0, keys.size, STRAY_BLOCK):
+        block = keys[start : start + STRAY_BLOCK]
+        vectors = np.vstack(index.get(block)).astype(np.float32)
+        index.expansion_search = STRAY_SCAN
+        try:
+            first = np.asarray(index.search(vectors, 1).keys, dtype=np.int64).reshape(-1)
+        finally:
+            index.expansion_search = EXPANSION_SEARCH
+        suspects = np.flatnonzero(first != block)
+        if suspects.size:
+            again = index.search(vectors[suspects], min(STRAY_DEPTH, keys.size)).keys
+            hits = np.asarray(again, dtype=np.int64).reshape(suspects.size, -1)
+            found.append(block[suspects[~(hits == block[suspects, None]).any(axis=1)]])
+    return np.sort(np.concatenate(found))
 
 
 def _insert(index: Any, keys: Keys, vectors: Vectors) -> None:
