@@ -139,9 +139,9 @@ class StoreAuthError(StoreError):
 
 class StoreOperationError(StoreError):
     """The database server, still reachable, refused or cancelled one operation: a lock wait or a
-    statement outlasted its ``lock_timeout`` or ``statement_timeout``, too many connections, a disk or
-    memory shortage. The operation's transaction was rolled back, nothing of it kept; it may succeed when
-    tried again. ``reason`` carries the server's SQLSTATE and message (never the password)."""
+    statement outlasted its ``lock_timeout`` or ``statement_timeout``, a disk or memory shortage. The
+    operation's transaction was rolled back, nothing of it kept; it may succeed when tried again.
+    ``reason`` carries the server's SQLSTATE and message (never the password)."""
 
 
 class StoreExtensionError(StoreError):

@@ -338,7 +338,10 @@ class PostgresStore:
         self._postings_lock = threading.Lock()
         self.read_only = read_only
         with self._connect() as conn:
-            self._setup(conn, create and not read_only)
+            try:
+                self._setup(conn, create and not read_only)
+            except psycopg.OperationalError as exc:
+                raise self._operational(exc) from None
         self._psycopg = psycopg
         self._pool = ConnectionPool(
             self._where.conninfo,
@@ -422,11 +425,10 @@ class PostgresStore:
     @contextmanager
     def _conn(self) -> Iterator[Any]:
         """A pooled connection, committed on success; a lost server becomes a typed error, and so does an
-        operation the server refused or cancelled while it stays reachable (:class:`StoreOperationError`:
-        a lock or statement timeout, too many connections, a full disk), its message scrubbed. A lost
-        connection means the others idle in the pool were most likely lost with it (a server restart, a
-        failover): they are tested and replaced at once, so that the next call gets a working one instead
-        of each of them failing one more call in turn."""
+        operation the server refused or cancelled while it stays reachable (:meth:`_operational`). A
+        lost connection means the others idle in the pool were most likely lost with it (a server
+        restart, a failover): they are tested and replaced at once, so that the next call gets a working
+        one instead of each of them failing one more call in turn."""
         from psycopg_pool import PoolTimeout
 
         try:
@@ -435,14 +437,23 @@ class PostgresStore:
         except PoolTimeout as exc:
             raise self._failure(exc) from None
         except self._psycopg.OperationalError as exc:
-            state = exc.sqlstate or ""
-            if state and not state.startswith(_CONNECTION_STATES):
-                message = _one_line(str(exc), self._where)
-                raise StoreOperationError(
-                    self.location, f"the database refused the operation (SQLSTATE {state}): {message}"
-                ) from None
-            self._pool.check()
-            raise self._failure(exc) from None
+            error = self._operational(exc)
+            if not isinstance(error, StoreOperationError):
+                self._pool.check()
+            raise error from None
+
+    def _operational(self, exc: Any) -> StoreError:
+        """The typed error of psycopg's ``OperationalError`` ``exc``: a lost or refused connection
+        (:meth:`_failure`), or an operation the server refused or cancelled while it stays reachable, a
+        lock or statement timeout, a full disk (:class:`StoreOperationError`, with its SQLSTATE), its
+        message scrubbed either way."""
+        state = exc.sqlstate or ""
+        if not state or state.startswith(_CONNECTION_STATES):
+            return self._failure(exc)
+        message = _one_line(str(exc), self._where)
+        return StoreOperationError(
+            self.location, f"the database refused the operation (SQLSTATE {state}): {message}"
+        )
 
     def _rows(self, sql: str, params: Any = None) -> list[Any]:
         """The rows of one statement (``{s}`` in ``sql`` is the schema), on a pooled connection."""
