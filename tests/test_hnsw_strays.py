@@ -9,6 +9,7 @@ many; the product's graphs of 16 have few, but the same code finds and scores th
 from __future__ import annotations
 
 import json
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 from unittest import mock
 
@@ -147,20 +148,67 @@ def test_a_search_of_the_graph_finds_its_strays(tmp_path, windowed):
 
 
 @requires_usearch
-def test_a_graph_stamped_without_its_strays_is_built_again(tmp_path):
-    """A graph saved before strays were recorded is built again (and its strays found), not loaded
-    without them."""
+@pytest.mark.parametrize(
+    "change",
+    ["none recorded (an earlier release)", "keys the graph does not hold"],
+)
+@pytest.mark.parametrize("save", [True, False], ids=["writable", "read-only"])
+def test_a_graph_stamped_without_valid_strays_is_loaded_and_its_strays_found(
+    tmp_path, monkeypatch, change, save
+):
+    """A graph whose stamp records no strays (saved by an earlier release) or strays it does not hold
+    is loaded as it is, not built again (a read-only store would build it at every opening), its strays
+    found, and its stamp written again with them when the store may write."""
     vectors = random_units(NODES, DIM, seed=0)
     keys = np.arange(1, NODES + 1, dtype=np.int64)
     SparseIndex(keys, vectors, generation=1, directory=tmp_path).graph()
     stamp = tmp_path / STAMP
     body = json.loads(stamp.read_text(encoding="utf-8"))
-    expected = body.pop("lists")[STRAYS]
+    expected = body["lists"][STRAYS]
+    if change.startswith("none"):
+        del body["lists"]
+    else:
+        body["lists"][STRAYS] = [*expected, NODES + 7]
     stamp.write_text(json.dumps(body), encoding="utf-8")
-    reopened = SparseIndex(keys, vectors, generation=1, directory=tmp_path)
+    builds: list[int] = []
+    insert = dense._insert
+    monkeypatch.setattr(dense, "_insert", lambda index, k, v: builds.append(k.size) or insert(index, k, v))
+    reopened = SparseIndex(keys, vectors, generation=1, directory=tmp_path, save=save)
     row = int(np.searchsorted(keys, expected[0]))
     assert reopened.search(vectors[row], 5, approximate=True)[0][0] == expected[0]
-    assert json.loads(stamp.read_text(encoding="utf-8"))["lists"][STRAYS] == expected
+    assert builds == []
+    written = json.loads(stamp.read_text(encoding="utf-8"))
+    assert (written.get("lists", {}).get(STRAYS) == expected) is save
+    assert written["files"] == body["files"]  # the same graph
+
+
+@requires_usearch
+def test_threads_that_want_the_graph_at_once_build_it_once(tmp_path, monkeypatch):
+    """Searches of several threads on an index whose graph is not loaded yet: one builds it and finds
+    its strays, the others wait for that graph rather than build their own."""
+    vectors = random_units(NODES, DIM, seed=0)
+    keys = np.arange(1, NODES + 1, dtype=np.int64)
+    index = SparseIndex(keys, vectors, generation=1, directory=tmp_path)
+    calls: list[int] = []
+    find = dense.strays
+    monkeypatch.setattr(dense, "strays", lambda graph: calls.append(1) or find(graph))
+    with ThreadPoolExecutor(4) as pool:
+        graphs = list(pool.map(lambda _: index.graph(), range(8)))
+    assert calls == [1]
+    assert all(graph is graphs[0] for graph in graphs)
+
+
+@requires_usearch
+def test_an_approximate_search_breaks_ties_by_chunk_key_as_the_exact_one(tmp_path):
+    """Fifty chunks of one vector tie: the approximate search returns the lowest keys first, as the
+    exact search (and PostgreSQL's ``ORDER BY best DESC, chunk_key``) does."""
+    copies = np.repeat(random_units(1, DIM, seed=5), 50, axis=0)
+    vectors = np.concatenate([random_units(NODES, DIM, seed=0), copies])
+    keys = np.arange(1, len(vectors) + 1, dtype=np.int64)
+    index = DenseIndex(keys, vectors, generation=1, directory=tmp_path)
+    exact = [key for key, _ in index.exact(copies[0], 4)]
+    assert exact == [NODES + 1, NODES + 2, NODES + 3, NODES + 4]
+    assert [key for key, _ in index.search(copies[0], 4, approximate=True)] == exact
 
 
 @requires_usearch
@@ -193,7 +241,8 @@ def test_an_update_of_removals_alone_keeps_the_recorded_strays(tmp_path):
     second = SparseIndex(
         kept, vectors[rows], generation=2, directory=tmp_path, removals=6, token="t2", lineage=tokens.get
     )
-    second.graph()
+    with mock.patch.object(dense, "strays", side_effect=AssertionError("searched every node")):
+        second.graph()
     body = json.loads((tmp_path / STAMP).read_text(encoding="utf-8"))
     assert body["counts"]["changed"] == 6  # brought up to date, not built whole
     assert body["lists"][STRAYS] == recorded[3:]

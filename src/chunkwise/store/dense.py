@@ -24,7 +24,9 @@ are built from blocks of windows read one after another.
 from __future__ import annotations
 
 import importlib.util
+import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -156,6 +158,27 @@ def top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
     return chosen[np.argsort(-scores[chosen], kind="stable")]
 
 
+@dataclass(frozen=True, slots=True)
+class Graph:
+    """An HNSW graph (usearch's ``Index``) with its ``strays`` (sorted keys of the nodes no search of it
+    reaches, :func:`strays`) and the vectors it holds for them, row by row: one value, so that a
+    search never pairs a graph with another's strays."""
+
+    index: Any
+    strays: Keys
+    stray_vectors: Vectors
+
+    def nearest_strays(self, vector: Vectors, breadth: int) -> Keys:
+        """The strays, or when there are more than ``breadth`` the ``breadth`` nearest to ``vector`` by
+        the vectors the graph holds for them: as the graph itself proposes chunks, so that a store with
+        many strays (thousands of copies of one text, all but a few stranded) does not score or read the
+        windows of every one for every search."""
+        if self.strays.size <= breadth:
+            return self.strays
+        with one_blas_thread():
+            return self.strays[top_k(self.stray_vectors @ vector, breadth)]
+
+
 class DenseIndex:
     """Vectors of one store generation: ``keys`` (sorted chunk keys) and the matching ``matrix`` rows,
     and ``windows``: the passage windows' chunk keys (``owners``, each chunk's windows together) and
@@ -165,7 +188,8 @@ class DenseIndex:
     ever removed, read with ``generation``, ``token``: the random token the store holds for
     ``generation``, and ``lineage``: the tokens its history holds for earlier ones (``None``, or ``""``,
     when unknown: a saved graph of another generation is then never brought up to date, only built again;
-    see :meth:`graph`)."""
+    see :meth:`graph`). The graph is loaded or built once, by one thread, with its strays
+    (:class:`Graph`)."""
 
     def __init__(
         self,
@@ -204,9 +228,8 @@ class DenseIndex:
         self.removals = removals
         self.token = token
         self._lineage = lineage
-        self._hnsw: Any = None
-        self._strays = _no_keys()
-        self._stray_vectors = _no_rows(matrix)
+        self._graph: Graph | None = None
+        self._graph_lock = threading.Lock()
 
     def __len__(self) -> int:
         return int(self.keys.size)
@@ -294,10 +317,10 @@ class DenseIndex:
         if not approximate or not len(self) or k <= 0:
             return self.exact(query, k)
         vector = query.astype(np.float32)
-        graph = self.graph()
+        graph = self._loaded()
         breadth = k if not self.has_windows else k * WINDOW_BREADTH
-        proposed = np.asarray(graph.search(vector, min(breadth, len(self))).keys, dtype=np.int64)
-        keys = np.concatenate([proposed, np.setdiff1d(self._nearest_strays(vector, breadth), proposed)])
+        proposed = np.asarray(graph.index.search(vector, min(breadth, len(self))).keys, dtype=np.int64)
+        keys = np.union1d(proposed, graph.nearest_strays(vector, breadth))  # sorted: ties to the lower key
         with one_blas_thread():
             scores = self.matrix[np.searchsorted(self.keys, keys)] @ vector
         if self.has_windows:
@@ -306,16 +329,6 @@ class DenseIndex:
             scores = np.array([max(whole, windows.get(key, whole)) for key, whole in pairs], dtype=np.float32)
         best = top_k(scores, k)
         return [(int(keys[i]), float(scores[i])) for i in best]
-
-    def _nearest_strays(self, vector: Vectors, breadth: int) -> Keys:
-        """The graph's strays, or when there are more than ``breadth`` the ``breadth`` nearest to
-        ``vector`` by the vectors the graph holds for them: as the graph itself proposes chunks, so that
-        a store with many strays (thousands of copies of one text, all but a few stranded) does not score
-        or read the windows of every one for every search."""
-        if self._strays.size <= breadth:
-            return self._strays
-        with one_blas_thread():
-            return self._strays[top_k(self._stray_vectors @ vector, breadth)]
 
     def graph_vectors(self, keys: Keys | None = None) -> Vectors:
         """What the HNSW graph is built from, for ``keys`` (sorted keys this index holds; every chunk
@@ -335,12 +348,27 @@ class DenseIndex:
         return vectors
 
     def graph(self) -> Any:
-        """The HNSW graph: the saved one when its stamp says it is this generation's (its token too) and
-        intact (the bytes checked are the bytes loaded), or the saved one of an earlier generation
-        brought up to date when it can be (:meth:`_updated`), else built from the vectors; saved, when it
-        was not loaded as it is, unless the store is read-only."""
-        if self._hnsw is not None:
-            return self._hnsw
+        """The HNSW graph (see :meth:`_loaded`)."""
+        return self._loaded().index
+
+    def _loaded(self) -> Graph:
+        """The HNSW graph with its strays, loaded or built once (one thread at a time: another waits for
+        it rather than build it again)."""
+        loaded = self._graph
+        if loaded is None:
+            with self._graph_lock:
+                loaded = self._graph
+                if loaded is None:
+                    loaded = self._graph = self._load_or_build()
+        return loaded
+
+    def _load_or_build(self) -> Graph:
+        """The saved graph when its stamp says it is this generation's (its token too) and intact (the
+        bytes checked are the bytes loaded), or the saved one of an earlier generation brought up to
+        date when it can be (:meth:`_updated`), else built from the vectors; with its strays: those the
+        stamp records, else found (:func:`strays`). Saved with its stamp, when it was not loaded as it
+        is with valid strays (a stamp of an earlier release records none), unless the store is
+        read-only."""
         path, stamp = self.directory / GRAPH, self.directory / STAMP
         variant = POOLED_GRAPH if self.has_windows else ""
         saved = _read(path)
@@ -360,38 +388,38 @@ class DenseIndex:
             else None
         )
         recorded = state.stamp if state is not None else None
-        if saved is not None and recorded is not None and STRAYS in recorded.lists:
-            index = self._new_graph()
+        if saved is not None and recorded is not None:
+            index, changed, fresh = self._new_graph(), recorded.counts.get(CHANGED, 0), False
             index.load(saved)
-            self._strays = np.asarray(recorded.lists[STRAYS], dtype=np.int64)
-        else:  # absent, stale, or saved before strays were recorded: brought up to date or built whole
+            known = np.asarray(recorded.lists[STRAYS], dtype=np.int64) if STRAYS in recorded.lists else None
+        else:  # absent or stale: brought up to date or built whole
             updated = self._updated(saved, found, stamp, variant) if saved is not None else None
             if updated is None:
                 index, changed, known = self._new_graph(), 0, None
                 _insert(index, self.keys, self.graph_vectors())
             else:
                 index, changed, known = updated
-            self._strays = strays(index) if known is None else known
-            if self.save:
-                built = scratch_path(path)
-                index.save(str(built))
-                counts = {CHANGED: changed} | ({REMOVALS: self.removals} if self.removals is not None else {})
-                publish(
-                    built,
-                    path,
-                    stamp,
-                    self.generation,
-                    self.keys,
-                    variant=variant,
-                    store=self.store,
-                    counts=counts,
-                    lists={STRAYS: self._strays.tolist()},
-                    token=self.token,
-                )
-        if self._strays.size:
-            self._stray_vectors = np.vstack(index.get(self._strays)).astype(np.float32)
-        self._hnsw = index
-        return index
+            fresh = True
+        if known is None or not np.isin(known, self.keys).all():  # none recorded, or not of this graph
+            known, fresh = strays(index), True
+        if fresh and self.save:
+            built = scratch_path(path)
+            index.save(str(built))
+            counts = {CHANGED: changed} | ({REMOVALS: self.removals} if self.removals is not None else {})
+            publish(
+                built,
+                path,
+                stamp,
+                self.generation,
+                self.keys,
+                variant=variant,
+                store=self.store,
+                counts=counts,
+                lists={STRAYS: known.tolist()},
+                token=self.token,
+            )
+        vectors = np.vstack(index.get(known)).astype(np.float32) if known.size else _no_rows(self.matrix)
+        return Graph(index, known, vectors)
 
     def _new_graph(self) -> Any:
         """An empty HNSW graph for this index's vectors."""
@@ -461,7 +489,8 @@ class DenseIndex:
 def strays(index: Any) -> Keys:
     """The keys (sorted) of the HNSW graph ``index``'s nodes that a search for the very vector the graph
     holds for them does not return among its first :data:`STRAY_DEPTH` hits: nodes left without links
-    into them (their in-links pruned away as later nodes were linked), which no search can reach. About 4
+    into them (their in-links pruned away as later nodes were linked), which no search can reach, and
+    copies of one vector beyond the first :data:`STRAY_DEPTH`, which tie with those it returns. About 4
     in 10,000 chunks of real bge-small embeddings, 1 in 10,000 of 100,000 synthetic ones; a search
     scores them exactly beside the graph's hits (:meth:`DenseIndex.search`).
 
