@@ -1,7 +1,7 @@
 """HNSW strays: nodes of a graph that no search reaches, found after each build and scored exactly.
 
 usearch, like every HNSW, prunes a node's links as nodes are added; a node can lose every link into it
-and then no search returns it, not even one for its own vector (about 4 in 10,000 chunks of real
+and then no search returns it, not even one for its own vector (4 of 4,760 chunk vectors of real
 bge-small embeddings). A graph of two links per node, built one node at a time (deterministic), has
 many; the product's graphs of 16 have few, but the same code finds and scores them.
 """
