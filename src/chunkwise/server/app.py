@@ -426,10 +426,10 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
 
         def read() -> dict[str, Any]:
             try:  # text and spans of one version, whatever a writer replaces meanwhile
-                stored = s.reader.stored_chunks(doc_id)
+                doc, spans = s.reader.document_spans(doc_id)
             except KeyError:
                 raise ApiError(404, "not_found", f"no document {doc_id!r}") from None
-            return dict(stored.doc.to_dict(), chunks=[(c.start, c.end) for c in stored.chunks])
+            return dict(doc.to_dict(), chunks=spans)
 
         return await s.compute(read)
 

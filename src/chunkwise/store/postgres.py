@@ -991,14 +991,15 @@ class PostgresStore:
             self._document(conn, doc_id), chunks, [row[-1] for row in rows], fingerprint
         )
 
-    def stored_chunks(self, doc_id: str) -> StoredForEmbedding:
-        """``doc_id`` with its chunks and headers, read in one read-only transaction that sees one
-        snapshot (repeatable read; see :meth:`.protocol.Store.stored_chunks`); ``KeyError`` if absent."""
+    def document_spans(self, doc_id: str) -> tuple[Document, list[tuple[int, int]]]:
+        """The stored document and its chunks' spans, read in one read-only transaction that sees one
+        snapshot (repeatable read; see :meth:`.protocol.Store.document_spans`); ``KeyError`` if
+        absent."""
         if not storable_id(doc_id):
             raise KeyError(doc_id)
         with self._conn() as conn, conn.transaction():
             conn.execute(_SNAPSHOT)
-            return self._stored_with_summary(conn, doc_id)[0]
+            return self._document(conn, doc_id), self._spans(conn, doc_id)
 
     def _stored_with_summary(self, conn: Any, doc_id: str) -> tuple[StoredForEmbedding, str]:
         """``doc_id`` with its chunks and headers, and its summary, read on ``conn`` (in the caller's
@@ -1290,12 +1291,15 @@ class PostgresStore:
         """``(start, end)`` of each chunk of ``doc_id``, by ordinal."""
         if not storable_id(doc_id):
             return []
-        return [
-            (s, e)
-            for s, e in self._rows(
-                'SELECT start, "end" FROM {s}.chunks WHERE doc_id = %s ORDER BY ordinal', (doc_id,)
-            )
-        ]
+        with self._conn() as conn:
+            return self._spans(conn, doc_id)
+
+    def _spans(self, conn: Any, doc_id: str) -> list[tuple[int, int]]:
+        """:meth:`chunk_spans`, read on ``conn``."""
+        rows = conn.execute(
+            f'SELECT start, "end" FROM {self._s}.chunks WHERE doc_id = %s ORDER BY ordinal', (doc_id,)
+        ).fetchall()
+        return [(start, end) for start, end in rows]
 
     def document_text(self, doc_id: str, start: int, end: int) -> str:
         """``document.text[start:end]`` (sliced in SQL: substr counts characters, 1-based; offsets as

@@ -338,10 +338,10 @@ class Store(Protocol):
         """``(content_hash, fingerprint)`` of a stored document, ``None`` if absent."""
         ...
 
-    def stored_chunks(self, doc_id: str) -> StoredForEmbedding:
-        """``doc_id`` as stored (its document, chunks, headers and fingerprint, no vectors), read in one
-        snapshot, so that a writer replacing it meanwhile cannot give it the text of one version and the
-        chunk spans of another: what ``GET /v1/documents/{id}`` shows. ``KeyError`` if absent."""
+    def document_spans(self, doc_id: str) -> tuple[Document, list[tuple[int, int]]]:
+        """The stored document and :meth:`chunk_spans`, read in one snapshot, so that a writer replacing
+        it meanwhile cannot give it the text of one version and the chunk spans of another: what
+        ``GET /v1/documents/{id}`` shows. ``KeyError`` if absent."""
         ...
 
     def stored_document(self, doc_id: str) -> StoredDocument:

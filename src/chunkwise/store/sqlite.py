@@ -598,14 +598,11 @@ class SQLiteStore:
                 matrix=lambda rows: self._vector_rows(rows)[1],
             )
 
-    def stored_chunks(self, doc_id: str) -> StoredForEmbedding:
-        """``doc_id`` with its chunks and headers, read in one read transaction (see
-        :meth:`.protocol.Store.stored_chunks`); ``KeyError`` if absent."""
+    def document_spans(self, doc_id: str) -> tuple[Document, list[tuple[int, int]]]:
+        """The stored document and its chunks' spans, read in one read transaction (see
+        :meth:`.protocol.Store.document_spans`); ``KeyError`` if absent."""
         with self._lock, self._snapshot():
-            try:
-                return self._stored_with_summary(doc_id)[0]
-            except sqlite3.Error as exc:
-                raise self._failure(exc) from exc
+            return self.document(doc_id), self.chunk_spans(doc_id)
 
     def _stored_with_summary(self, doc_id: str) -> tuple[StoredForEmbedding, str]:
         """``doc_id`` with its chunks and headers, and its summary, read in the caller's transaction;
