@@ -161,7 +161,9 @@ class ChunkSource(Protocol):
 class SegmentExtraction:
     """Stage: turn the ranked candidates into segments. A candidate's relevance is its final score,
     clipped to [0, 1] (every scoring stage of the pipeline scores in [0, 1] except a reranker, whose
-    scores pass through a logistic function when they leave that range)."""
+    scores pass through a logistic function when they leave that range). A candidate whose document
+    another writer replaced or removed since the search read it (its chunk is not at its ordinal any
+    more, or the document's text is gone) is left out, and counted as ``stale`` in the trace."""
 
     name = "segments"
 
@@ -187,10 +189,14 @@ class SegmentExtraction:
                 doc_ends.append(len(spans))
             ranks = np.full(len(spans), math.nan)
             relevances = np.zeros(len(spans))
+            ends = dict(zip(doc_ids, doc_ends, strict=True))
+            stale = 0
             for rank, cand in enumerate(candidates):
                 if cand.doc_id in offsets:
                     index = offsets[cand.doc_id] + cand.ordinal
-                    if math.isnan(ranks[index]):
+                    if index >= ends[cand.doc_id] or spans[index] != (cand.start, cand.end):
+                        stale += 1  # its document was replaced or removed since the search read it
+                    elif math.isnan(ranks[index]):
                         ranks[index] = rank
                         relevances[index] = min(max(cand.score, 0.0), 1.0)
             lengths = [end - start for start, end in spans]
@@ -204,13 +210,18 @@ class SegmentExtraction:
                 doc_id = doc_ids[doc_index]
                 first, last = start - offsets[doc_id], end - 1 - offsets[doc_id]
                 char_start, char_end = spans[start][0], max(e for _, e in spans[start:end])
+                try:
+                    text = self.source.document_text(doc_id, char_start, char_end)
+                except KeyError:  # removed since its spans were read
+                    stale += 1
+                    continue
                 segments.append(
                     Segment(
                         id=f"{doc_id}#{first}-{last}",
                         doc_id=doc_id,
                         start=char_start,
                         end=char_end,
-                        text=self.source.document_text(doc_id, char_start, char_end),
+                        text=text,
                         first=first,
                         last=last,
                         value=value,
@@ -219,4 +230,6 @@ class SegmentExtraction:
             report.outputs = len(segments)
             report.scores = {s.id: s.value for s in segments}
             report.notes = {"documents": len(doc_ids), "meta_document_chunks": len(spans)}
+            if stale:
+                report.notes["stale"] = stale
             return segments
