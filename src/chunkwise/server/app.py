@@ -307,7 +307,7 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
             body = _validated(ChunkRequest, await request.body())
             options: ChunkOptions = body
             # The text is the document itself, never a file name; plain text is kept verbatim.
-            parse = partial(parse_text, body.text, body.format, body.doc_id)
+            parse = partial(parse_text, body.text, body.format, body.doc_id, s.config.limits.parse_limits())
 
         elif kind == "multipart/form-data":
             async with request.form(max_files=1) as form:
@@ -328,7 +328,7 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
             if "document" in fields:
                 fields["document"] = _form_flag(fields["document"], "document")
             options = _validated(ChunkOptions, json.dumps(fields).encode())
-            parse = partial(parse_bytes, data, name)
+            parse = partial(parse_bytes, data, name, limits=s.config.limits.parse_limits())
 
         else:
             raise ApiError(415, "unsupported_media_type", "send application/json or multipart/form-data")
@@ -337,7 +337,7 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
         def work() -> dict[str, Any]:
             models = s.models()
             chunker = get_chunker(options.chunker, models=models, **options.params)
-            result = chunk_result(parse(), chunker, options.params, models)
+            result = chunk_result(parse(), chunker, options.params, models, s.config.limits.max_chunks)
             body = result.to_dict()
             if options.document:
                 body["document"] = result.doc.to_dict()
