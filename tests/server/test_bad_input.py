@@ -16,14 +16,19 @@ from urllib.parse import quote
 
 import httpx
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 from chunkwise.errors import ConfigError
 from chunkwise.kb import KnowledgeBase
 from chunkwise.parsing.text import text_document
 from chunkwise.server import ServerSettings, create_app
-from chunkwise.server.schemas import MAX_REMOTE_WORKERS, check_remote_params
+from chunkwise.server.schemas import (
+    MAX_REMOTE_PIECES,
+    MAX_REMOTE_WORKERS,
+    MIN_REMOTE_PIECE,
+    check_remote_params,
+)
 from chunkwise.store.sqlite import DB_NAME
 from tests.support.server import PATIENCE_S, error_of, running_app, upload, wait_job, writer_processes
 
@@ -114,6 +119,12 @@ def test_a_nan_or_infinite_parameter_is_a_400_naming_it(client: httpx.Client, pa
         ("agentic", {"window_size": 16}, "window_size must be at least 256 on this server, got 16"),
         ("wrac", {"window_size": 64}, "window_size must be at least 256 on this server, got 64"),
         ("sections", {"window_chars": 200}, "window_chars must be at least 2000 on this server, got 200"),
+        (
+            "semantic",
+            {"method": "cluster", "piece_size": 1, "max_size": 5000},
+            "piece_size must be at least 157 on this server with max_size 5000",
+        ),
+        ("semantic", {"method": "cluster", "max_size": 64}, "piece_size must be at least 16 on this server"),
     ],
 )
 def test_parameters_that_multiply_the_servers_work_are_bounded(
@@ -138,6 +149,27 @@ def test_remote_logprob_bounds_refuse_exactly_what_is_out_of_range(
     else:
         with pytest.raises(ConfigError):
             check_remote_params("logprob", params)
+
+
+@given(
+    method=st.sampled_from(["cluster", "greedy"]),
+    size=st.integers(1, 10**6),
+    piece=st.integers(0, 10**6),
+)
+def test_remote_semantic_pieces_refuse_exactly_too_small_or_too_many(
+    method: str, size: int, piece: int
+) -> None:
+    """The cluster method's pieces (``piece_size``, 0 for an eighth of ``max_size``) must be of at least
+    MIN_REMOTE_PIECE units and at most MAX_REMOTE_PIECES to a chunk; the greedy method has no pieces."""
+    assume(piece <= size)  # the chunker's own rule, checked after
+    params = {"method": method, "max_size": size, "piece_size": piece}
+    effective = piece or max(1, size // 8)
+    allowed = method == "greedy" or (effective >= MIN_REMOTE_PIECE and size <= effective * MAX_REMOTE_PIECES)
+    if allowed:
+        check_remote_params("semantic", params)
+    else:
+        with pytest.raises(ConfigError, match="piece_size must be at least"):
+            check_remote_params("semantic", params)
 
 
 def test_unknown_fields_are_refused_and_a_path_is_never_read(client: httpx.Client, tmp_path: Path) -> None:

@@ -48,6 +48,13 @@ REMOTE_BOUNDS: dict[tuple[str, str], tuple[int | None, int | None]] = {
     ("sections", "window_chars"): (2000, None),
 }
 
+#: The ``semantic`` chunker's ``cluster`` method, for a remote client: its pieces are each embedded, and
+#: its segmentation weighs, for every piece, each run of pieces that fits in one chunk (``max_size`` over
+#: the piece size: eight by default) in memory and in a loop. A piece of at least
+#: :data:`MIN_REMOTE_PIECE` units and at most :data:`MAX_REMOTE_PIECES` pieces a chunk keep both to a
+#: text's length times a constant (one character pieces of a 196 KB text asked for 180 GiB).
+MIN_REMOTE_PIECE, MAX_REMOTE_PIECES = 16, 32
+
 
 def _not_blank(value: str) -> str:
     """``value`` unless it is only white space (an id or a name that names nothing)."""
@@ -197,6 +204,8 @@ def _check_bounds(chunker: str, params: dict[str, Any]) -> None:
         if (low is not None and value < low) or (high is not None and value > high):
             allowed = f"between {low} and {high}" if high is not None else f"at least {low}"
             raise ConfigError(f"{key} must be {allowed} on this server, got {value}")
+    if chunker == "semantic":
+        _check_pieces({**normalised_params(chunker, {}), **params})
     if chunker == "logprob" and isinstance(overlap := params.get("overlap_chars"), int):
         window = params.get("window_chars", normalised_params(chunker, {})["window_chars"])
         if isinstance(window, int) and overlap > window // 2:
@@ -204,6 +213,21 @@ def _check_bounds(chunker: str, params: dict[str, Any]) -> None:
                 f"overlap_chars must be at most half of window_chars ({window // 2}) on this server, "
                 f"got {overlap}"
             )
+
+
+def _check_pieces(params: dict[str, Any]) -> None:
+    """:class:`ConfigError` for a ``semantic`` ``cluster`` segmentation of pieces smaller than
+    :data:`MIN_REMOTE_PIECE` or more than :data:`MAX_REMOTE_PIECES` to a chunk (``params`` complete)."""
+    size, piece = params["max_size"], params["piece_size"]
+    if params["method"] != "cluster" or not isinstance(size, int) or not isinstance(piece, int):
+        return
+    piece = piece or max(1, size // 8)  # the chunker's own default piece
+    if piece < MIN_REMOTE_PIECE or size > piece * MAX_REMOTE_PIECES:
+        low = max(MIN_REMOTE_PIECE, -(-size // MAX_REMOTE_PIECES))
+        raise ConfigError(
+            f"piece_size must be at least {low} on this server with max_size {size} (at least "
+            f"{MIN_REMOTE_PIECE}, at most {MAX_REMOTE_PIECES} pieces a chunk), got {piece}"
+        )
 
 
 def _non_finite(value: object) -> bool:
