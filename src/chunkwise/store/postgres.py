@@ -1001,16 +1001,6 @@ class PostgresStore:
             conn.execute(_SNAPSHOT)
             return self._document(conn, doc_id), self._spans(conn, doc_id)
 
-    def _stored_with_summary(self, conn: Any, doc_id: str) -> tuple[StoredForEmbedding, str]:
-        """``doc_id`` with its chunks and headers, and its summary, read on ``conn`` (in the caller's
-        transaction); ``KeyError`` if absent."""
-        row = conn.execute(
-            f"SELECT fingerprint, summary FROM {self._s}.documents WHERE doc_id = %s", (doc_id,)
-        ).fetchone()
-        if row is None:
-            raise KeyError(doc_id)
-        return self._stored_for_embedding(conn, doc_id, row[0]), str(row[1])
-
     def stored_document(self, doc_id: str) -> StoredDocument:
         """Everything stored of ``doc_id``, read in one read-only transaction that sees one snapshot
         (repeatable read; see :meth:`.protocol.Store.stored_document`), the vectors in pgvector's binary
@@ -1023,7 +1013,12 @@ class PostgresStore:
         join = f"LEFT JOIN {s}.vectors v USING (chunk_key)" if dim is not None else ""
         with self._conn() as conn, conn.transaction():
             conn.execute(_SNAPSHOT)
-            stored, summary = self._stored_with_summary(conn, doc_id)
+            row = conn.execute(
+                f"SELECT fingerprint, summary FROM {s}.documents WHERE doc_id = %s", (doc_id,)
+            ).fetchone()
+            if row is None:
+                raise KeyError(doc_id)
+            stored = self._stored_for_embedding(conn, doc_id, row[0])
             binary = conn.cursor(binary=True)
             vectors = binary.execute(
                 f"SELECT c.chunk_key, {vector} FROM {s}.chunks c {join} WHERE c.doc_id = %s"
@@ -1043,7 +1038,7 @@ class PostgresStore:
             return np.array(stacked, dtype=np.float32).reshape(len(rows), dim or 0)
 
         return with_vectors(
-            self.location, stored, summary=summary, vectors=vectors, windows=windows, matrix=matrix
+            self.location, stored, summary=row[1], vectors=vectors, windows=windows, matrix=matrix
         )
 
     def summary(self, doc_id: str) -> str:

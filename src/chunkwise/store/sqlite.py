@@ -58,7 +58,6 @@ from chunkwise.store.protocol import (
     Status,
     StoredChunk,
     StoredDocument,
-    StoredForEmbedding,
     StoreSettings,
     check_put_embedder,
     check_put_widths,
@@ -574,7 +573,12 @@ class SQLiteStore:
         for a chunk without a vector or a vector not of the recorded dimension."""
         with self._lock, self._snapshot():
             try:
-                stored, summary = self._stored_with_summary(doc_id)
+                row = self._db.execute(
+                    "SELECT fingerprint, summary FROM documents WHERE doc_id = ?", (doc_id,)
+                ).fetchone()
+                if row is None:
+                    raise KeyError(doc_id)
+                stored = stored_for_embedding(self._db, doc_id, row[0], self.document)
                 vectors = self._db.execute(
                     "SELECT c.chunk_key, v.vector FROM chunks c LEFT JOIN vectors v USING (chunk_key)"
                     " WHERE c.doc_id = ? ORDER BY c.ordinal",
@@ -592,7 +596,7 @@ class SQLiteStore:
             return with_vectors(
                 self.location,
                 stored,
-                summary=summary,
+                summary=row[1],
                 vectors=vectors,
                 windows=windows,
                 matrix=lambda rows: self._vector_rows(rows)[1],
@@ -603,15 +607,6 @@ class SQLiteStore:
         :meth:`.protocol.Store.document_spans`); ``KeyError`` if absent."""
         with self._lock, self._snapshot():
             return self.document(doc_id), self.chunk_spans(doc_id)
-
-    def _stored_with_summary(self, doc_id: str) -> tuple[StoredForEmbedding, str]:
-        """``doc_id`` with its chunks and headers, and its summary, read in the caller's transaction;
-        ``KeyError`` if absent."""
-        query = "SELECT fingerprint, summary FROM documents WHERE doc_id = ?"
-        row = self._db.execute(query, (doc_id,)).fetchone()
-        if row is None:
-            raise KeyError(doc_id)
-        return stored_for_embedding(self._db, doc_id, row[0], self.document), str(row[1])
 
     def summary(self, doc_id: str) -> str:
         """The document summary stored with it (empty when none)."""
