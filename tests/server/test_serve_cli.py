@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import shlex
+import socket
 import time
 from pathlib import Path
 
@@ -121,3 +122,23 @@ def test_kill_9_mid_ingest_leaves_a_consistent_store_and_the_job_can_be_sent_aga
     with SQLiteStore(kb) as store:
         assert store.check() == []
         assert store.counts()["documents"] == len(files)
+
+
+def test_connections_held_open_past_max_connections_get_503_not_a_dead_server(tmp_path: Path) -> None:
+    """Clients that open connections and send nothing hold them (the server times none out): past
+    ``--max-connections`` a request is answered 503 at once instead of the process running out of file
+    descriptors, and the server answers again once they close."""
+    kb = tmp_path / "kb"
+    with serve_process("--kb", str(kb), "--max-connections", "4") as (url, _):
+        host, port = url.removeprefix("http://").split(":")
+        idle = [socket.create_connection((host, int(port))) for _ in range(4)]
+        try:
+            time.sleep(0.5)  # the server has accepted them
+            with httpx.Client(base_url=url, timeout=30) as http:
+                assert http.get("/healthz").status_code == 503
+        finally:
+            for connection in idle:
+                connection.close()
+        time.sleep(0.5)
+        with httpx.Client(base_url=url, timeout=30) as http:
+            assert http.get("/healthz").status_code == 200

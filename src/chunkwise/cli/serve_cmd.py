@@ -23,6 +23,12 @@ from chunkwise.store import open_store
 INSTALL_HINT = "chunkwise serve needs the server extra: pip install 'chunkwise[server]'"
 
 
+#: The default of ``--max-connections``: uvicorn times out no connection that sends no request, so
+#: without a bound a client holding connections open runs the process out of file descriptors (often
+#: 1,024); past it, a request is answered 503 at once and its connection closed.
+MAX_CONNECTIONS = 256
+
+
 def serve_command(
     *,
     kb: Annotated[str, typer.Option("--kb", help=f"{KB_HELP} (created when absent).")],
@@ -54,6 +60,14 @@ def serve_command(
     ] = 30,
     queue: Annotated[int, typer.Option("--queue", help="Ingest jobs that may wait.", min=1)] = 8,
     readers: Annotated[int, typer.Option("--readers", help="Requests computed at once.", min=1)] = 4,
+    max_connections: Annotated[
+        int,
+        typer.Option(
+            "--max-connections",
+            help="Open connections (idle ones included) past which a request is answered 503.",
+            min=1,
+        ),
+    ] = MAX_CONNECTIONS,
 ) -> None:
     """Serve a knowledge base over HTTP: the API under /v1 and the inspector page at /."""
     from chunkwise.server.settings import ServerSettings, check_binding
@@ -82,7 +96,13 @@ def serve_command(
     with open_store(kb):  # a damaged or unreachable store is one error line here, not a server traceback
         pass
     app = create_app(kb, config=resolved, settings=settings)
-    uvicorn.run(app, host=host, port=port, log_config=_log_config(uvicorn.config.LOGGING_CONFIG))
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        limit_concurrency=max_connections,
+        log_config=_log_config(uvicorn.config.LOGGING_CONFIG),
+    )
 
 
 def _log_config(base: dict[str, Any]) -> dict[str, Any]:
