@@ -115,9 +115,10 @@ class _Source:
         return self.texts[doc_id][start:end]
 
 
-def _cand(doc_id, ordinal, score, size=10):
+def _cand(texts, doc_id, ordinal, score, size=10):
+    start, end = ordinal * size, ordinal * size + size
     chunk = StoredChunk(
-        doc_id, ordinal * size, ordinal * size + size, 0, f"{doc_id}-{ordinal}", "", ordinal=ordinal
+        doc_id, start, end, 0, f"{doc_id}-{ordinal}", texts[doc_id][start:end], ordinal=ordinal
     )
     return Candidate(chunk, score=score)
 
@@ -125,7 +126,12 @@ def _cand(doc_id, ordinal, score, size=10):
 def test_stage_maps_segments_to_exact_document_spans():
     texts = {"a": "".join(chr(65 + i) * 10 for i in range(8)), "b": "x" * 40}
     source = _Source(texts, 10)
-    ranked = [_cand("a", 3, 1.0), _cand("a", 4, 0.9), _cand("b", 0, 0.3), _cand("a", 2, 0.8)]
+    ranked = [
+        _cand(texts, "a", 3, 1.0),
+        _cand(texts, "a", 4, 0.9),
+        _cand(texts, "b", 0, 0.3),
+        _cand(texts, "a", 2, 0.8),
+    ]
     trace = Trace()
     segments = SegmentExtraction(source, RSEParams()).extract(ranked, trace)
     top = segments[0]

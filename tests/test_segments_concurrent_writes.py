@@ -8,9 +8,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from chunkwise.config import RSEParams
+from chunkwise.document import Document
 from chunkwise.query import Candidate, Trace
 from chunkwise.query.segments import SegmentExtraction
 from chunkwise.store.sqlite import SQLiteStore
+from tests.support.documents import doc_from_markdown_lines
 from tests.support.store import animal_doc, put
 
 
@@ -47,14 +49,18 @@ def test_a_document_removed_or_replaced_after_the_search_is_left_out(tmp_path):
 
 class RemovingAfterSpans:
     """The store as a chunk source, whose ``victim`` another writer removes right after its spans were
-    read (before its text is)."""
+    read (before its text is), or replaces by ``replacement`` when one is given."""
 
-    def __init__(self, store: SQLiteStore, writer: SQLiteStore, victim: str) -> None:
-        self.store, self.writer, self.victim = store, writer, victim
+    def __init__(
+        self, store: SQLiteStore, writer: SQLiteStore, victim: str, replacement: Document | None = None
+    ) -> None:
+        self.store, self.writer, self.victim, self.replacement = store, writer, victim, replacement
 
     def chunk_spans(self, doc_id: str) -> list[tuple[int, int]]:
         spans = self.store.chunk_spans(doc_id)
-        if doc_id == self.victim:
+        if doc_id == self.victim and self.replacement is not None:
+            put(self.writer, self.replacement, size=40, seed=5, fingerprint="f2")
+        elif doc_id == self.victim:
             self.writer.delete(doc_id)
         return spans
 
@@ -67,6 +73,24 @@ def test_a_document_removed_between_its_spans_and_its_text_is_left_out(tmp_path)
         candidates = ranked(store, ["animal0.md", "animal2.md"])
         trace = Trace()
         source = RemovingAfterSpans(store, writer, "animal0.md")
+        segments = SegmentExtraction(source, RSEParams()).extract(candidates, trace)
+        assert segments
+        assert {s.doc_id for s in segments} == {"animal2.md"}
+        assert trace.get("segments").notes["stale"] >= 1
+
+
+def test_a_document_replaced_between_its_spans_and_its_text_is_left_out(tmp_path):
+    """The new version has the same length, so the same chunk spans, but other words: the segment's
+    text would be the new version's, which the search never ranked."""
+    with filled(tmp_path) as store, SQLiteStore(tmp_path) as writer:
+        candidates = ranked(store, ["animal0.md", "animal2.md"])
+        old = animal_doc(0)
+        same_length = doc_from_markdown_lines(
+            old.id, old.text.replace("eats", "hunts"[:4]).replace("near", "past")
+        )
+        assert len(same_length.text) == len(old.text)
+        trace = Trace()
+        source = RemovingAfterSpans(store, writer, "animal0.md", same_length)
         segments = SegmentExtraction(source, RSEParams()).extract(candidates, trace)
         assert segments
         assert {s.doc_id for s in segments} == {"animal2.md"}

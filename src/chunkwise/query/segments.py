@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
@@ -146,6 +146,12 @@ class Segment(Span):
         }
 
 
+def _holds_its_chunks(text: str, offset: int, chunks: Iterable[Candidate]) -> bool:
+    """Whether ``text``, read from ``offset`` of its document, holds each of ``chunks`` where the search
+    found it (the text the search ranked, not another version's)."""
+    return all(text[c.start - offset : c.end - offset] == c.chunk.text for c in chunks)
+
+
 class ChunkSource(Protocol):
     """What segment extraction needs from a store: chunk spans in document order, and document text."""
 
@@ -163,7 +169,8 @@ class SegmentExtraction:
     clipped to [0, 1] (every scoring stage of the pipeline scores in [0, 1] except a reranker, whose
     scores pass through a logistic function when they leave that range). A candidate whose document
     another writer replaced or removed since the search read it (its chunk is not at its ordinal any
-    more, or the document's text is gone) is left out, and counted as ``stale`` in the trace."""
+    more, or the document's text is gone, or no longer holds the chunk's text) is left out, with its
+    segment when the text of that was read, and counted as ``stale`` in the trace."""
 
     name = "segments"
 
@@ -190,6 +197,7 @@ class SegmentExtraction:
             ranks = np.full(len(spans), math.nan)
             relevances = np.zeros(len(spans))
             ends = dict(zip(doc_ids, doc_ends, strict=True))
+            ranked: dict[int, Candidate] = {}  # the candidate of each ranked chunk
             stale = 0
             for rank, cand in enumerate(candidates):
                 if cand.doc_id in offsets:
@@ -199,6 +207,7 @@ class SegmentExtraction:
                     elif math.isnan(ranks[index]):
                         ranks[index] = rank
                         relevances[index] = min(max(cand.score, 0.0), 1.0)
+                        ranked[index] = cand
             lengths = [end - start for start, end in spans]
             values = chunk_values(ranks, relevances, lengths, params)
             picked = best_segments(
@@ -214,6 +223,10 @@ class SegmentExtraction:
                     text = self.source.document_text(doc_id, char_start, char_end)
                 except KeyError:  # removed since its spans were read
                     stale += 1
+                    continue
+                found = (ranked[i] for i in range(start, end) if i in ranked)
+                if not _holds_its_chunks(text, char_start, found):
+                    stale += 1  # replaced since its spans were read: the text is another version's
                     continue
                 segments.append(
                     Segment(
