@@ -234,7 +234,9 @@ def test_unsupported_and_unparsable_uploads(client: httpx.Client) -> None:
     assert [f["source"] for f in job["result"]["failed"]] == ["broken.docx"]
     assert "not a zip archive" in job["result"]["failed"][0]["error"]
     client.delete("/v1/documents/kept.md").raise_for_status()  # the shared store as it was
-    _error(client.post("/v1/documents", data={"x": "1"}), 422, "invalid_request")
+    _error(client.post("/v1/documents", data={"x": "1"}), 415, "unsupported_media_type")  # no multipart
+    unknown = client.post("/v1/documents", files=[("files", ("a.md", b"# A"))], data={"x": "1"})
+    assert _error(unknown, 422, "invalid_request") == "unknown field 'x'"
     _error(client.post("/v1/documents", files=[("files", ("/", b"# A"))]), 422, "invalid_request")
 
 

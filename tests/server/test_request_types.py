@@ -103,3 +103,44 @@ def test_a_chunker_name_parameter_that_is_no_string_is_refused(client: httpx.Cli
         error = error_of(undeclared)
         assert error["type"] == "config_error"
         assert error["message"].startswith("inner must be one of fixed, recursive"), error
+
+
+def test_every_route_refuses_a_body_of_a_media_type_it_does_not_read(client: httpx.Client) -> None:
+    """A body of another media type is a 415 on every route that reads one, as ``/v1/chunk`` answers it
+    (the JSON routes read a form sent by ``curl -d`` as a wrong JSON type: a 422 about a dictionary), and
+    an empty JSON body is malformed JSON on every JSON route (it was a 422 "Field required" on some)."""
+    for route in ("/v1/search", "/v1/segments", "/v1/answer", "/v1/chunk"):
+        for kind, body in (("text/plain", b"bags"), ("application/x-www-form-urlencoded", b"query=bags")):
+            response = client.post(route, content=body, headers={"Content-Type": kind})
+            assert response.status_code == 415, (route, kind, response.text)
+            assert error_of(response)["type"] == "unsupported_media_type", route
+        empty = client.post(route, content=b"", headers={"Content-Type": "application/json"})
+        assert empty.status_code == 400, (route, empty.text)
+        assert error_of(empty) == {"type": "malformed_json", "message": "the request body is not valid JSON"}
+    documents = client.post("/v1/documents", json={"files": ["a.md"]})
+    assert documents.status_code == 415, documents.text
+    assert error_of(documents) == {
+        "type": "unsupported_media_type",
+        "message": "send the files as multipart/form-data",
+    }
+    assert client.get("/healthz").json()["queue"] == 0
+
+
+def test_json_is_read_under_any_json_media_type_and_no_other(client: httpx.Client) -> None:
+    """``application/json`` with a charset or an ``application/...+json`` type: the same JSON body is read
+    alike on ``/v1/search`` and ``/v1/chunk``; without a ``Content-Type`` (what ``requests.post(url,
+    data=text)`` sends) it is refused alike, with a 415 that says what to send."""
+    search = b'{"query": "bags", "k": 2}'
+    chunk = b'{"text": "One. Two.", "chunker": "sentence"}'
+    for kind in ("application/json; charset=utf-8", "Application/JSON", "application/vnd.api+json"):
+        found = client.post("/v1/search", content=search, headers={"Content-Type": kind})
+        assert found.status_code == 200, (kind, found.text)
+        assert len(found.json()["hits"]) == 2
+        chunked = client.post("/v1/chunk", content=chunk, headers={"Content-Type": kind})
+        assert chunked.status_code == 200, (kind, chunked.text)
+        assert [c["text"] for c in chunked.json()["chunks"]] == ["One. Two."]
+    for route, body in (("/v1/search", search), ("/v1/chunk", chunk)):
+        bare = client.post(route, content=body)
+        assert "content-type" not in bare.request.headers
+        assert bare.status_code == 415, (route, bare.text)
+        assert error_of(bare)["message"].startswith("send application/json"), route

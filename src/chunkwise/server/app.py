@@ -36,7 +36,7 @@ from typing import Any, TypeVar
 import anyio
 import anyio.from_thread
 import anyio.to_thread
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -302,14 +302,14 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
     )
     async def chunk(request: Request) -> dict[str, Any]:
         s = service()
-        kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
-        if kind == "application/json":
+        kind = media_type(request)
+        if kind == JSON:
             body = _validated(ChunkRequest, await request.body())
             options: ChunkOptions = body
             # The text is the document itself, never a file name; plain text is kept verbatim.
             parse = partial(parse_text, body.text, body.format, body.doc_id, s.config.limits.parse_limits())
 
-        elif kind == "multipart/form-data":
+        elif kind == MULTIPART:
             async with request.form(max_files=1) as form:
                 _check_fields(form.keys(), CHUNK_FORM_FIELDS)
                 upload = form.get("file")
@@ -331,7 +331,7 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
             parse = partial(parse_bytes, data, name, limits=s.config.limits.parse_limits())
 
         else:
-            raise ApiError(415, "unsupported_media_type", "send application/json or multipart/form-data")
+            raise ApiError(415, "unsupported_media_type", f"send {JSON} or {MULTIPART}")
         check_remote_params(options.chunker, options.params)
 
         def work() -> dict[str, Any]:
@@ -346,19 +346,31 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
 
         return await s.compute(work)
 
-    @app.post("/v1/search", summary="The best chunks for a query: the body of `chunkwise search --json`.")
+    @app.post(
+        "/v1/search",
+        summary="The best chunks for a query: the body of `chunkwise search --json`.",
+        dependencies=[Depends(json_only)],
+    )
     async def search(body: SearchRequest) -> dict[str, Any]:
         s = service()
         return await s.compute(partial(_observed, s, lambda: search_body(s.query(), body.query, body.k)))
 
-    @app.post("/v1/segments", summary="Relevant segments: the body of `chunkwise segments --json`.")
+    @app.post(
+        "/v1/segments",
+        summary="Relevant segments: the body of `chunkwise segments --json`.",
+        dependencies=[Depends(json_only)],
+    )
     async def segments(body: SegmentsRequest) -> dict[str, Any]:
         s = service()
         return await s.compute(
             partial(_observed, s, lambda: segments_body(s.query(), body.query, body.preset))
         )
 
-    @app.post("/v1/answer", summary="A grounded answer with citations: the body of `chunkwise ask --json`.")
+    @app.post(
+        "/v1/answer",
+        summary="A grounded answer with citations: the body of `chunkwise ask --json`.",
+        dependencies=[Depends(json_only)],
+    )
     async def answer(body: AnswerRequest) -> dict[str, Any]:
         s = service()
         return await s.compute(partial(_observed, s, lambda: answer_body(s.query(), body.query)))
@@ -386,6 +398,8 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
     )
     async def add_documents(request: Request) -> JSONResponse:
         s = service()
+        if media_type(request) != MULTIPART:
+            raise ApiError(415, "unsupported_media_type", f"send the files as {MULTIPART}")
         files: list[tuple[str, bytes]] = []
         async with request.form(max_files=1000) as form:
             _check_fields(form.keys(), DOCUMENT_FORM_FIELDS)
@@ -446,6 +460,26 @@ def _observed(service: Service, work: Callable[[], dict[str, Any]]) -> dict[str,
     body = work()
     service.metrics.observe_accounting(body.get("accounting", {}))
     return body
+
+
+#: The media types of request bodies: JSON (``application/json`` and any ``application/...+json``, as
+#: FastAPI reads them) and multipart forms (uploads). A body without a ``Content-Type`` is of neither.
+JSON, MULTIPART = "application/json", "multipart/form-data"
+
+
+def media_type(request: Request) -> str:
+    """The request body's media type: :data:`JSON` for every JSON type, else as sent (lower case, without
+    parameters; empty when none was sent)."""
+    kind = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    json_type = kind == JSON or (kind.startswith("application/") and kind.endswith("+json"))
+    return JSON if json_type else kind
+
+
+async def json_only(request: Request) -> None:
+    """Refuse a JSON route's body of another media type (415), as ``/v1/chunk`` does, before FastAPI
+    would read it as a wrong JSON type (a form sent by ``curl -d`` was a 422 about a dictionary)."""
+    if media_type(request) != JSON:
+        raise ApiError(415, "unsupported_media_type", f"send {JSON}")
 
 
 def _validated(model: type[ModelT], raw: bytes) -> ModelT:

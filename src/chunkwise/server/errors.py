@@ -5,7 +5,8 @@ query without a word, a spent budget) and are 4xx; a remote model that keeps fai
 is upstream, not the client's), and a store or a bundled model file that cannot be used 503 (the fault
 is the server's installation: the client is told what failed, the log says where, as both name the
 server's own files). Request bodies that do not validate
-are 400 (malformed JSON) or 422 (wrong type, missing or unknown field), naming the field. Anything else
+are 400 (malformed JSON, an empty body included) or 422 (wrong type, missing or unknown field), naming
+the field; a body of a media type the route does not read is 415, on every route. Anything else
 is a 500 whose body says only "internal error": the traceback goes to the server's log, never into a
 response.
 """
@@ -106,7 +107,7 @@ def public_message(exc: ChunkwiseError) -> str:
 
 def validation_message(errors: list[dict[str, Any]]) -> tuple[int, str, str]:
     """Status, type and one readable message for pydantic's validation errors."""
-    if any(e.get("type") == "json_invalid" for e in errors):
+    if any(e.get("type") == "json_invalid" or _no_body(e) for e in errors):
         return MALFORMED_JSON
     parts = []
     for error in errors:
@@ -116,6 +117,12 @@ def validation_message(errors: list[dict[str, Any]]) -> tuple[int, str, str]:
         else:
             parts.append(f"{where}: {error.get('msg', 'invalid')}")
     return 422, "invalid_request", "; ".join(parts)
+
+
+def _no_body(error: dict[str, Any]) -> bool:
+    """Whether ``error`` is FastAPI's for a JSON route's empty body: malformed JSON (an empty text is no
+    JSON document), as ``/v1/chunk``, which reads its body itself, answers it."""
+    return error.get("type") == "missing" and tuple(error.get("loc", ())) == ("body",)
 
 
 def install_handlers(app: FastAPI) -> None:
