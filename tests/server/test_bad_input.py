@@ -402,3 +402,16 @@ def test_every_typed_error_has_its_status() -> None:
     }
     for error, expected in cases.items():
         assert typed_status(error) == expected, error
+
+
+def test_a_chunk_form_field_sent_as_a_file_is_refused_by_name(client: httpx.Client) -> None:
+    """``chunker``, ``params`` or ``document`` sent as a file part, or a second ``file``, is a 422 naming
+    the field (it was Starlette's 400 "Too many files", naming none)."""
+    upload = ("file", ("a.md", b"# A\n\ntext"))
+    for field, value in (("chunker", b"recursive"), ("params", b"{}"), ("document", b"true")):
+        response = client.post("/v1/chunk", files=[upload, (field, ("x.txt", value))])
+        assert _error(response, 422, "invalid_request") == f"field {field!r} must be text, not a file"
+    two = client.post("/v1/chunk", files=[upload, ("file", ("b.md", b"# B"))])
+    assert _error(two, 422, "invalid_request") == "field 'file': one file a request"
+    extra = [upload, ("chunker", ("x.txt", b"1")), ("extra", ("x.txt", b"1"))]
+    assert _error(client.post("/v1/chunk", files=extra), 422, "invalid_request") == "unknown field 'extra'"

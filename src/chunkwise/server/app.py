@@ -310,8 +310,12 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
             parse = partial(parse_text, body.text, body.format, body.doc_id, s.config.limits.parse_limits())
 
         elif kind == MULTIPART:
-            async with request.form(max_files=1) as form:
+            # every field may arrive as a file part (and is then refused by name): Starlette's own
+            # refusal of a part past ``max_files`` is a 400 naming no field
+            async with request.form(max_files=len(CHUNK_FORM_FIELDS)) as form:
                 _check_fields(form.keys(), CHUNK_FORM_FIELDS)
+                if len(form.getlist("file")) > 1:
+                    raise ApiError(422, "invalid_request", "field 'file': one file a request")
                 upload = form.get("file")
                 if not isinstance(upload, UploadFile):
                     raise ApiError(422, "invalid_request", "field 'file': an uploaded file is required")
