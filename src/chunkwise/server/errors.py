@@ -20,6 +20,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chunkwise.errors import (
     BudgetExceededError,
@@ -155,5 +156,46 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
+        # the last resort, for a bug in a middleware outside :class:`InternalErrors`: Starlette raises
+        # the error again once this is sent, and the HTTP server logs it and closes the connection
         logger.error("%s %s failed", request.method, request.url.path, exc_info=exc)
-        return error_response(500, "internal", "internal error (the server's log has the details)")
+        return error_response(*INTERNAL)
+
+    app.add_middleware(InternalErrors)
+
+
+#: The answer to an error no handler took: status, type and message.
+INTERNAL = (500, "internal", "internal error (the server's log has the details)")
+
+
+class InternalErrors:
+    """Answer an error of a route that no handler took (a bug) as :data:`INTERNAL`, logged once, on a
+    connection that stays open. Starlette's handler for ``Exception`` answers too, but then raises the
+    error again for the HTTP server, which logs it a second time and closes the client's keep-alive
+    connection. An error after the response has begun is left to the server (the connection must end);
+    an HTTP error (a body too large or too slow, met outside a route) is left to the middleware that
+    raised it."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except HTTPException:
+            raise
+        except Exception as exc:
+            if started:
+                raise
+            logger.error("%s %s failed", scope["method"], scope["path"], exc_info=exc)
+            await error_response(*INTERNAL)(scope, receive, send)

@@ -45,7 +45,7 @@ from chunkwise.ingest.report import IngestEvent
 from chunkwise.kb import KnowledgeBase, record_config
 from chunkwise.models.context import Models
 from chunkwise.results import ingest_body
-from chunkwise.server.errors import public_message, typed_status
+from chunkwise.server.errors import INTERNAL, public_message, typed_status
 
 #: How much lower than the server the writer runs (``nice`` increment; 19 is the lowest priority).
 WRITER_NICENESS = 10
@@ -217,7 +217,7 @@ def _run_job(
             end["traceback"] = str(exc)
     except Exception:  # the writer must outlive a bug in one job; the server's log gets the traceback
         end["status"] = "failed"
-        end["error"] = {"type": "internal", "message": "internal error (the server's log has the details)"}
+        end["error"] = {"type": INTERNAL[1], "message": INTERNAL[2]}
         end["traceback"] = traceback.format_exc()
     end["accounting"] = models.accounting()
     return end
