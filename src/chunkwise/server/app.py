@@ -57,7 +57,13 @@ from chunkwise.parsing import parse_bytes
 from chunkwise.parsing.detect import detect_format
 from chunkwise.query.pipeline import QueryPipeline
 from chunkwise.results import answer_body, chunk_result, search_body, segments_body
-from chunkwise.server.errors import STATUS_TYPES, ApiError, error_response, install_handlers
+from chunkwise.server.errors import (
+    STATUS_TYPES,
+    ApiError,
+    answer_unless_started,
+    error_response,
+    install_handlers,
+)
 from chunkwise.server.jobs import IngestQueue, Job, QueueFullError
 from chunkwise.server.metrics import ServerMetrics
 from chunkwise.server.schemas import (
@@ -605,19 +611,12 @@ async def _refuse_unless_started(
     """Run ``app`` with the body read through ``receive``; a ``refusal`` raised while reading it (and not
     answered by the app) is answered here, as JSON with its status and ``Connection: close``, unless a
     response has already begun (its status line is sent: the connection just ends)."""
-    started = False
 
-    async def watched(message: Message) -> None:
-        nonlocal started
-        started = started or message["type"] == "http.response.start"
-        await send(message)
+    def refuse(exc: Exception) -> Response:
+        assert isinstance(exc, HTTPException)
+        return error_response(exc.status_code, STATUS_TYPES[exc.status_code], exc.detail, CLOSE)
 
-    try:
-        await app(scope, receive, watched)
-    except refusal as exc:
-        if not started:
-            kind = STATUS_TYPES[exc.status_code]
-            await error_response(exc.status_code, kind, exc.detail, CLOSE)(scope, receive, send)
+    await answer_unless_started(app, scope, receive, send, caught=refusal, answer=refuse)
 
 
 class _TooLargeError(HTTPException):

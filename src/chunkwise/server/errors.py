@@ -14,11 +14,12 @@ response.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -172,9 +173,8 @@ class InternalErrors:
     """Answer an error of a route that no handler took (a bug) as :data:`INTERNAL`, logged once, on a
     connection that stays open. Starlette's handler for ``Exception`` answers too, but then raises the
     error again for the HTTP server, which logs it a second time and closes the client's keep-alive
-    connection. An error after the response has begun is left to the server (the connection must end);
-    an HTTP error (a body too large or too slow, met outside a route) is left to the middleware that
-    raised it."""
+    connection. After the response has begun the error is logged and the connection ends. An HTTP
+    error (a body too large or too slow, met outside a route) is left to the middleware that raised it."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -183,19 +183,37 @@ class InternalErrors:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        started = False
 
-        async def watched(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, receive, watched)
-        except HTTPException:
-            raise
-        except Exception as exc:
-            if started:
-                raise
+        def answer(exc: Exception) -> Response:
+            if isinstance(exc, HTTPException):
+                raise exc
             logger.error("%s %s failed", scope["method"], scope["path"], exc_info=exc)
-            await error_response(*INTERNAL)(scope, receive, send)
+            return error_response(*INTERNAL)
+
+        await answer_unless_started(self.app, scope, receive, send, caught=Exception, answer=answer)
+
+
+async def answer_unless_started(
+    app: ASGIApp,
+    scope: Scope,
+    receive: Receive,
+    send: Send,
+    *,
+    caught: type[Exception],
+    answer: Callable[[Exception], Response],
+) -> None:
+    """Run ``app``; an error of type ``caught`` that it raises is given to ``answer``, whose response is
+    sent unless one has already begun (its status line is sent: the connection just ends)."""
+    started = False
+
+    async def watched(message: Message) -> None:
+        nonlocal started
+        started = started or message["type"] == "http.response.start"
+        await send(message)
+
+    try:
+        await app(scope, receive, watched)
+    except caught as exc:
+        response = answer(exc)
+        if not started:
+            await response(scope, receive, send)
