@@ -28,6 +28,7 @@ if TYPE_CHECKING:
         BudgetExceededError,
         ChunkwiseError,
         ConfigError,
+        DeadlineExceededError,
         ModelError,
         ParseError,
         QueryError,
@@ -72,6 +73,7 @@ _EXPORTS: dict[str, str] = {
     "ConfigError": "chunkwise.errors",
     "ModelError": "chunkwise.errors",
     "BudgetExceededError": "chunkwise.errors",
+    "DeadlineExceededError": "chunkwise.errors",
     "QueryError": "chunkwise.errors",
     "StoreError": "chunkwise.errors",
 }
@@ -84,6 +86,7 @@ __all__ = [
     "Citation",
     "ConfigError",
     "CopyReport",
+    "DeadlineExceededError",
     "Document",
     "Hit",
     "IngestReport",

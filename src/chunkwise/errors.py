@@ -191,6 +191,11 @@ class BudgetExceededError(ModelError):
     """A call would take a run past its ``max_cost`` or ``max_tokens`` budget; it was not made."""
 
 
+class DeadlineExceededError(BudgetExceededError):
+    """A call would start after the run's deadline (a server request past its timeout); it was not made,
+    so the run ends at its next model call instead of running on for no one."""
+
+
 class DatasetError(SourceError):
     """An evaluation data set is malformed: a missing file, bad JSON, an unknown document, a wrong span.
 

@@ -396,6 +396,7 @@ def test_every_typed_error_has_its_status() -> None:
         errors.QueryError("no word"): (400, "query_error"),
         errors.ConfigError("unknown key"): (400, "config_error"),
         errors.BudgetExceededError("local", "spent"): (402, "budget_exceeded"),
+        errors.DeadlineExceededError("local", "deadline"): (504, "timeout"),
         errors.ModelCallError("openai:m", "timed out"): (502, "model_error"),
         errors.CorruptStoreError("kb", "damaged"): (503, "store_unavailable"),
         errors.DatasetError("q.jsonl", "bad"): (400, "bad_request"),

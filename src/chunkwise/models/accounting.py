@@ -15,11 +15,12 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import threading
+import time
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from chunkwise.errors import BudgetExceededError
+from chunkwise.errors import BudgetExceededError, DeadlineExceededError
 
 _STAGE: contextvars.ContextVar[str] = contextvars.ContextVar("chunkwise_model_stage", default="")
 
@@ -127,6 +128,8 @@ class Ledger:
     """Thread-safe collection of :class:`CallRecord` with totals and budget enforcement."""
 
     budget: Budget = field(default_factory=Budget)
+    #: A :func:`time.monotonic` instant after which no call starts (``None``: no deadline).
+    deadline: float | None = None
     _records: list[CallRecord] = field(default_factory=list, repr=False)
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -149,10 +152,12 @@ class Ledger:
             self._records.append(record)
 
     def check(self, model: str, tokens: int, cost: float) -> None:
-        """Raise :class:`BudgetExceededError` if a call of ``tokens``/``cost`` would cross the budget
-        (never inside :func:`unbudgeted`)."""
+        """Raise :class:`DeadlineExceededError` past the deadline, :class:`BudgetExceededError` if a call
+        of ``tokens``/``cost`` would cross the budget (neither inside :func:`unbudgeted`)."""
         if _UNBUDGETED.get():
             return
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            raise DeadlineExceededError(model, "the run's deadline has passed: no further model call is made")
         spent = self.totals()
         limits = self.budget
         if limits.max_tokens is not None and spent.tokens + tokens > limits.max_tokens:

@@ -39,7 +39,10 @@ class Models:
     ``config`` defaults to the ``[models]`` defaults with the environment applied
     (:meth:`ModelsConfig.load`); ``ledger`` to a new one carrying the configuration's budget; ``cache``
     to the configured on-disk cache (none when ``config.cache`` is off). ``embedder``, ``llm`` and
-    ``reranker`` replace the configured default of their role with a given object.
+    ``reranker`` replace the configured default of their role with a given object. ``deadline`` (a
+    :func:`time.monotonic` instant) is the new ledger's: no model call starts after it
+    (:class:`~chunkwise.errors.DeadlineExceededError`), so a run nobody waits for any more ends at its
+    next call.
     """
 
     def __init__(
@@ -51,9 +54,12 @@ class Models:
         embedder: Embedder | None = None,
         llm: LLM | None = None,
         reranker: Reranker | None = None,
+        deadline: float | None = None,
     ) -> None:
+        if ledger is not None and deadline is not None:
+            raise ValueError("a deadline is the ledger's: give it to the Ledger, not beside one")
         self.config = config if config is not None else ModelsConfig.load()
-        self.ledger = ledger if ledger is not None else Ledger(self.budget)
+        self.ledger = ledger if ledger is not None else Ledger(self.budget, deadline=deadline)
         self._cache = cache
         self._built: dict[tuple[Role, str], Any] = {}
         self._remote: dict[tuple[Role, str], RemoteModel] = {}  # built here, each with its own client

@@ -21,6 +21,7 @@ own). Every request's body is limited in size, every computing request in time, 
 from __future__ import annotations
 
 import contextlib
+import contextvars
 import hmac
 import json
 import logging
@@ -120,8 +121,9 @@ class Service:
         self.writer.close()
 
     def models(self) -> Models:
-        """A fresh model context: one request is one run, with its own ledger and budget."""
-        return Models(self.config.models)
+        """A fresh model context: one request is one run, with its own ledger and budget, and in
+        :meth:`compute` the request's deadline (no model call starts once it has timed out)."""
+        return Models(self.config.models, deadline=_DEADLINE.get())
 
     def query(self) -> QueryPipeline:
         """A query pipeline on the readers' connection, for one request."""
@@ -131,15 +133,18 @@ class Service:
         """Run ``fn`` in a worker thread once a reader slot is free, within the request timeout (504).
 
         A request past its timeout is answered at once, but a thread cannot be stopped: its ``fn`` runs on
-        to its end and keeps the slot until then (:class:`_ReaderSlot`), so at most ``readers``
-        computations ever run at once, however many requests time out."""
+        and keeps the slot until it ends (:class:`_ReaderSlot`), so at most ``readers`` computations ever
+        run at once, however many requests time out. The model contexts ``fn`` makes (:meth:`models`)
+        carry the request's deadline, so an ``fn`` that calls models (an LLM chunker, an answer) ends at
+        its first model call after the timeout instead of holding the slot to its end."""
         timeout = self.settings.request_timeout
         slot = _ReaderSlot(self.limiter)
+        within = partial(_within_deadline, time.monotonic() + timeout, fn)
         try:
             with anyio.fail_after(timeout):
                 await self.limiter.acquire_on_behalf_of(slot)
                 try:
-                    return await anyio.to_thread.run_sync(slot.run, fn, abandon_on_cancel=True)
+                    return await anyio.to_thread.run_sync(slot.run, within, abandon_on_cancel=True)
                 finally:
                     slot.leave()
         except TimeoutError:
@@ -148,6 +153,16 @@ class Service:
     def _finished(self, job: Job, accounting: dict[str, Any]) -> None:
         self.metrics.jobs.labels(job.status).inc()
         self.metrics.observe_accounting(accounting)
+
+
+#: The deadline (a :func:`time.monotonic` instant) of the request a worker thread computes for.
+_DEADLINE: contextvars.ContextVar[float | None] = contextvars.ContextVar("chunkwise_deadline", default=None)
+
+
+def _within_deadline(deadline: float, fn: Callable[[], T]) -> T:
+    """In a worker thread: ``fn()`` with ``deadline`` as the deadline of the model contexts it makes."""
+    _DEADLINE.set(deadline)
+    return fn()
 
 
 class _ReaderSlot:

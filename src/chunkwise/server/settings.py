@@ -18,7 +18,8 @@ class ServerSettings:
     ``api_key``: the bearer key every ``/v1`` and ``/metrics`` request must carry (``None``: no key).
     ``max_upload_bytes``: the largest request body (an upload or a JSON text), refused with 413 above it.
     ``request_timeout``: seconds a request may take before it is answered with 504 (the work it started
-    still runs to its end, holding one of the ``readers`` slots). ``queue_size``: ingest jobs waiting
+    holds one of the ``readers`` slots until it ends: at its next model call, or its end when it calls
+    none). ``queue_size``: ingest jobs waiting
     behind the running one; a full queue answers 429 with ``Retry-After``. Uploads wait in memory, so
     ``queue_size × max_upload_bytes`` bounds what they hold. ``readers``: requests (search, segments,
     answer, chunk) computed at once; others wait for a slot within their timeout. ``keep_jobs``: finished
