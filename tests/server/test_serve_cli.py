@@ -13,6 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from chunkwise.server.journal import INTERRUPTED
 from chunkwise.store.sqlite import SQLiteStore
 from tests.support.cli import run_chunkwise
 from tests.support.readme import console_commands, matches, readme_blocks, run_console, starts_a_server
@@ -113,6 +114,12 @@ def test_kill_9_mid_ingest_leaves_a_consistent_store_and_the_job_can_be_sent_aga
         stored = store.counts()["documents"]
     assert 0 < stored <= len(files)
     with serve_process("--kb", str(kb)) as (url, _), httpx.Client(base_url=url, timeout=600) as http:
+        killed = http.get(f"/v1/jobs/{job['id']}").json()  # the journal's record, as of the kill
+        assert killed["status"] == "cancelled"
+        assert killed["error"] == INTERRUPTED
+        handled = [event["source"] for event in killed["events"]]
+        assert handled  # what was handled before the kill is listed
+        assert set(handled) <= {path.name for path in files}
         again = wait_job(http, http.post("/v1/documents", files=upload(*files)).json()["id"])
         result = again["result"]
         assert again["status"] == "done"

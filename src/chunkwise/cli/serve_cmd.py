@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import os
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
@@ -68,6 +69,15 @@ def serve_command(
             min=1,
         ),
     ] = MAX_CONNECTIONS,
+    jobs_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--jobs-file",
+            help="SQLite file recording the ingest jobs, so that their ids outlive a restart"
+            " (default: jobs.sqlite3 in a SQLite knowledge base; none for PostgreSQL).",
+            dir_okay=False,
+        ),
+    ] = None,
 ) -> None:
     """Serve a knowledge base over HTTP: the API under /v1 and the inspector page at /."""
     from chunkwise.server.settings import ServerSettings, check_binding
@@ -84,6 +94,7 @@ def serve_command(
         body_timeout=body_timeout,
         queue_size=queue,
         readers=readers,
+        jobs_file=jobs_file,
     )
     check_binding(host, settings)
     try:

@@ -66,6 +66,7 @@ from chunkwise.server.errors import (
     install_handlers,
 )
 from chunkwise.server.jobs import IngestQueue, Job, QueueFullError
+from chunkwise.server.journal import JOURNAL_NAME, JobJournal
 from chunkwise.server.metrics import ServerMetrics
 from chunkwise.server.schemas import (
     ERROR_RESPONSES,
@@ -78,6 +79,7 @@ from chunkwise.server.schemas import (
 )
 from chunkwise.server.settings import ServerSettings
 from chunkwise.store import open_store
+from chunkwise.store.sqlite import SQLiteStore
 
 logger = logging.getLogger("chunkwise.server")
 
@@ -111,6 +113,7 @@ class Service:
             size=settings.queue_size,
             keep=settings.keep_jobs,
             on_finish=self._finished,
+            journal=_journal(self.writer, settings),
         )
         self.limiter = anyio.CapacityLimiter(settings.readers)
 
@@ -153,6 +156,16 @@ class Service:
     def _finished(self, job: Job, accounting: dict[str, Any]) -> None:
         self.metrics.jobs.labels(job.status).inc()
         self.metrics.observe_accounting(accounting)
+
+
+def _journal(kb: KnowledgeBase, settings: ServerSettings) -> JobJournal | None:
+    """The jobs' journal ``settings`` name, else one in a SQLite knowledge base's directory (none for a
+    store of another kind: the server would have no directory of its own to keep it in)."""
+    if settings.jobs_file is not None:
+        return JobJournal(settings.jobs_file, settings.keep_jobs)
+    if isinstance(kb.store, SQLiteStore):
+        return JobJournal(kb.store.directory / JOURNAL_NAME, settings.keep_jobs)
+    return None
 
 
 #: The deadline (a :func:`time.monotonic` instant) of the request a worker thread computes for.
@@ -449,10 +462,10 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
 
     @app.get("/v1/jobs/{job_id}", summary="An ingest job: progress, per-file errors, the report.")
     async def get_job(job_id: str) -> dict[str, Any]:
-        job = service().jobs.get(job_id)
+        job = service().jobs.describe(job_id)
         if job is None:
             raise ApiError(404, "not_found", f"no job {job_id!r}")
-        return job.to_dict()
+        return job
 
     @app.get("/v1/documents", summary="The stored documents.")
     async def list_documents() -> dict[str, Any]:

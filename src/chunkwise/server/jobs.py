@@ -8,12 +8,15 @@ Each job is one run: its own :class:`~chunkwise.models.Models` (one ledger, one 
 pipeline, each document in its own transaction, so a crash or ``kill -9`` leaves every document whole or
 absent and a job sent again stores what is missing and skips the rest.
 
-Jobs live in memory: after a restart their ids are unknown (404) and a client sends the files again.
+Jobs live in memory while they run, and in the server's journal (:mod:`.journal`) as of each change, so
+a job's id keeps its answer after a restart: a job the restart interrupted reads ``cancelled``, and a
+client sends its files again.
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import itertools
 import logging
 import math
@@ -28,6 +31,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from chunkwise.config import PipelineConfig
+from chunkwise.server.journal import JobJournal
 from chunkwise.server.writer import WriterProcess, failed_end
 
 logger = logging.getLogger("chunkwise.server")
@@ -103,7 +107,8 @@ class IngestQueue:
     """The bounded job queue, and the thread that hands its jobs to the writer process over ``location``.
 
     ``on_finish`` is told about every finished job and the accounting of its model calls (the server
-    counts both).
+    counts both). ``journal``, when given, records every job as it changes (and is closed by
+    :meth:`stop`).
     """
 
     def __init__(
@@ -114,9 +119,11 @@ class IngestQueue:
         size: int,
         keep: int,
         on_finish: Callable[[Job, dict[str, Any]], None],
+        journal: JobJournal | None = None,
     ) -> None:
         self.keep = keep
         self.on_finish = on_finish
+        self.journal = journal
         self._writer = WriterProcess(location, config)
         self._queue: queue.Queue[Job | None] = queue.Queue(maxsize=size)
         self._jobs: OrderedDict[str, Job] = OrderedDict()
@@ -140,6 +147,8 @@ class IngestQueue:
             self._queue.put_nowait(None)
         self._thread.join(timeout)
         self._writer.stop(timeout)
+        if self.journal is not None:
+            self.journal.close()  # a thread that outlived the join saves nothing more
 
     @property
     def alive(self) -> bool:
@@ -155,19 +164,31 @@ class IngestQueue:
     def submit(self, files: list[tuple[str, bytes]]) -> Job:
         """Queue ``files`` (``(name, content)`` pairs) as one job; :class:`QueueFullError` when full."""
         job = Job(f"job-{next(self._counter)}-{secrets.token_hex(4)}", files)
-        with self._lock:
+        with self._lock:  # only this puts into the queue: a queue not full now takes the job below
+            if self._queue.full():
+                raise QueueFullError(self.retry_after())
+            self._save(job)  # queued, before the thread can take it and record it running
             try:
                 self._queue.put_nowait(job)
-            except queue.Full:
+            except queue.Full:  # the stop's own entry came first: the server is stopping
                 raise QueueFullError(self.retry_after()) from None
             self._jobs[job.id] = job
             self._forget_old()
         return job
 
-    def get(self, job_id: str) -> Job | None:
-        """The job called ``job_id``, ``None`` if unknown (or long forgotten)."""
+    def describe(self, job_id: str) -> dict[str, Any] | None:
+        """The JSON form of the job called ``job_id`` (one of this process's, else the journal's),
+        ``None`` if unknown (or long forgotten)."""
         with self._lock:
-            return self._jobs.get(job_id)
+            job = self._jobs.get(job_id)
+        if job is not None:
+            return job.to_dict()
+        return self.journal.get(job_id) if self.journal is not None else None
+
+    def _save(self, job: Job) -> None:
+        """Record ``job`` as it is now in the journal, if there is one."""
+        if self.journal is not None:
+            self.journal.save(job.to_dict())
 
     def retry_after(self) -> int:
         """Seconds until a slot is likely free: the mean duration of recent jobs, at least one second."""
@@ -197,20 +218,31 @@ class IngestQueue:
                     self._end(job, failed_end(INTERNAL_FAILURE, ""))
 
     def _run(self, job: Job) -> None:
+        """Run ``job`` on the writer. Each change is journalled before a reader can see it, so a client
+        never reads a state that a restart would take back."""
         job.started = time.time()
+        self._save(dataclasses.replace(job, status="running"))
         job.status = "running"  # set last: a reader that sees it sees the start time
-        end = self._writer.run(job.files, job.record)
+
+        def record(event: dict[str, Any]) -> None:
+            if event["status"] != "embedding":  # a file handled, not the progress of one
+                ahead = dataclasses.replace(job, events=list(job.events))
+                ahead.record(event)
+                self._save(ahead)
+            job.record(event)
+
+        end = self._writer.run(job.files, record)
         if end["traceback"]:
             logger.error("ingest job %s failed:\n%s", job.id, end["traceback"])
         self._end(job, end)
         self._durations.append((job.finished or 0.0) - job.started)
         self.on_finish(job, end["accounting"])
 
-    @staticmethod
-    def _end(job: Job, end: dict[str, Any]) -> None:
-        """Record ``end`` (the writer's answer) on ``job``; its status last, so that a reader that sees
-        the job finished sees its result, error and end time too."""
+    def _end(self, job: Job, end: dict[str, Any]) -> None:
+        """Record ``end`` (the writer's answer) on ``job``, journalled first; its status last, so that a
+        reader that sees the job finished sees its result, error and end time too."""
         job.result, job.error = end["result"], end["error"]
         job.finished = time.time()
         job.files = [(name, b"") for name, _ in job.files]  # the uploads are stored; free their memory
+        self._save(dataclasses.replace(job, status=end["status"]))
         job.status = end["status"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 from chunkwise.errors import ConfigError
 
@@ -26,6 +27,9 @@ class ServerSettings:
     jobs remembered for ``GET /v1/jobs/{id}``, oldest forgotten first. ``body_timeout``: seconds the
     server waits for the next part of a request body before it answers 408 and closes the connection (a
     client that announces more bytes than it sends would otherwise hold the connection for ever).
+    ``jobs_file``: the SQLite file of the jobs' journal (:mod:`chunkwise.server.journal`), so that a
+    job's id keeps its answer after a restart; ``None``: ``jobs.sqlite3`` in a SQLite knowledge base's
+    directory, none (jobs in memory) for PostgreSQL.
     """
 
     api_key: str | None = None
@@ -35,6 +39,7 @@ class ServerSettings:
     readers: int = 4
     keep_jobs: int = 1000
     body_timeout: float = 30.0
+    jobs_file: Path | None = None
 
     def __post_init__(self) -> None:
         if self.api_key is not None and not self.api_key.strip():

@@ -1,0 +1,96 @@
+"""The server's record of its ingest jobs, kept in a SQLite file so that it outlives the process.
+
+Without it a restart (a deploy, a crash, ``kill -9``) made every job id unknown: a client polling its job
+got 404 and could not tell whether its files were stored. The journal holds each job's JSON form
+(``GET /v1/jobs/{id}``) as of its last change: queued, started, each file handled, finished. A server
+that opens the journal marks the jobs that a previous process left queued or running ``cancelled``
+(their uploads lived in that process's memory and are gone; what their writer committed is whole, and
+a job sent again stores the rest and skips it), so every id a client was given keeps an answer. The
+newest ``keep`` jobs are kept.
+
+One server writes a journal at a time (the file is its own; two servers on one store should be given
+two files). Writes are small and few (a job's changes, not its embedding progress), each committed at
+once.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+from pathlib import Path
+from typing import Any
+
+#: The file of a SQLite knowledge base's journal, in the knowledge base's directory.
+JOURNAL_NAME = "jobs.sqlite3"
+
+#: What a job left queued or running by a previous server process is told.
+INTERRUPTED = {
+    "type": "cancelled",
+    "message": "the server stopped before the job ended; send the files again (what was stored is skipped)",
+}
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS jobs (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, body TEXT NOT NULL
+);
+"""
+
+
+class JobJournal:
+    """The jobs of a server in the SQLite file at ``path`` (created when absent), at most ``keep``."""
+
+    def __init__(self, path: str | Path, keep: int) -> None:
+        self.path = Path(path)
+        self.keep = keep
+        self._lock = threading.Lock()
+        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute(
+            "PRAGMA synchronous = NORMAL"
+        )  # durable when the process dies; a job is not worth an fsync
+        db.execute("PRAGMA busy_timeout = 5000")
+        db.executescript(_SCHEMA)
+        self._db: sqlite3.Connection | None = db
+        self._interrupt_unfinished(db)
+
+    def save(self, body: dict[str, Any]) -> None:
+        """Record a job's JSON form (``body["id"]`` names it), replacing what was recorded of it; nothing
+        once the journal is closed (a job thread that outlived the server's stop)."""
+        text = json.dumps(body)
+        with self._lock:
+            if self._db is None:
+                return
+            self._db.execute(
+                "INSERT INTO jobs (id, body) VALUES (?, ?)"
+                " ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+                (body["id"], text),
+            )
+            self._db.execute(
+                "DELETE FROM jobs WHERE seq <= (SELECT seq FROM jobs ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                (self.keep,),
+            )
+
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        """The recorded form of ``job_id``, ``None`` if it was never recorded or is long forgotten."""
+        with self._lock:
+            if self._db is None:
+                return None
+            row = self._db.execute("SELECT body FROM jobs WHERE id = ?", (job_id,)).fetchone()
+        return None if row is None else dict(json.loads(row[0]))
+
+    def close(self) -> None:
+        """Close the file (saves are ignored from now on)."""
+        with self._lock:
+            db, self._db = self._db, None
+        if db is not None:
+            db.close()
+
+    @staticmethod
+    def _interrupt_unfinished(db: sqlite3.Connection) -> None:
+        """Mark the jobs a previous process left queued or running ``cancelled`` (see the module)."""
+        for job_id, text in db.execute("SELECT id, body FROM jobs").fetchall():
+            body = json.loads(text)
+            if body.get("status") in ("queued", "running"):
+                body.update(status="cancelled", error=INTERRUPTED, embedding=None)
+                db.execute("UPDATE jobs SET body = ? WHERE id = ?", (json.dumps(body), job_id))
