@@ -69,6 +69,25 @@ def test_a_store_that_cannot_be_served_and_out_of_range_options_are_one_line(tmp
     assert not (tmp_path / "kb").exists()
 
 
+def test_a_jobs_journal_that_cannot_be_used_is_one_line(tmp_path: Path) -> None:
+    """The default journal in the knowledge base's directory, or the one ``--jobs-file`` names, damaged
+    or in a directory that does not exist: one ``error:`` line naming the file, exit 2."""
+    kb = tmp_path / "kb"
+    SQLiteStore(kb).close()  # an empty knowledge base
+    (kb / "jobs.sqlite3").write_bytes(b"this is not a SQLite database" * 200)
+    refused = run_chunkwise("serve", "--kb", str(kb))
+    assert refused.returncode == 2
+    [line] = refused.stderr.splitlines()
+    assert line.startswith(f"error: {kb / 'jobs.sqlite3'}: the jobs journal cannot be used (")
+    missing = tmp_path / "no such directory" / "jobs.sqlite3"
+    refused = run_chunkwise("serve", "--kb", str(kb), "--jobs-file", str(missing))
+    assert refused.returncode == 2
+    [line] = refused.stderr.splitlines()
+    assert line.startswith(
+        f"error: {missing}: the jobs journal cannot be used (unable to open database file)"
+    )
+
+
 def test_the_readme_curl_examples(tmp_path: Path) -> None:
     """The README block that starts with ``chunkwise serve``: the server is started as written (on a free
     port instead of 8000), with the README's knowledge base, and every curl line prints what it shows."""

@@ -101,11 +101,17 @@ def serve_command(
         import uvicorn
 
         from chunkwise.server import create_app
+        from chunkwise.server.app import journal_file
+        from chunkwise.server.journal import JobJournal
     except ImportError:
         raise ConfigError(INSTALL_HINT) from None
     resolved = load_config(config, preset) if config is not None or preset is not None else None
-    with open_store(kb):  # a damaged or unreachable store is one error line here, not a server traceback
-        pass
+    # a damaged or unreachable store, or a jobs journal that cannot be used, is one error line here,
+    # not a server traceback
+    with open_store(kb) as store:
+        journal = journal_file(store, settings)
+    if journal is not None:
+        JobJournal(journal, settings.keep_jobs).close()
     app = create_app(kb, config=resolved, settings=settings)
     uvicorn.run(
         app,

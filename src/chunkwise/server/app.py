@@ -79,6 +79,7 @@ from chunkwise.server.schemas import (
 )
 from chunkwise.server.settings import ServerSettings
 from chunkwise.store import open_store
+from chunkwise.store.protocol import Store
 from chunkwise.store.sqlite import SQLiteStore
 
 logger = logging.getLogger("chunkwise.server")
@@ -159,13 +160,18 @@ class Service:
 
 
 def _journal(kb: KnowledgeBase, settings: ServerSettings) -> JobJournal | None:
-    """The jobs' journal ``settings`` name, else one in a SQLite knowledge base's directory (none for a
-    store of another kind: the server would have no directory of its own to keep it in)."""
+    """The jobs' journal of a server over ``kb`` (see :func:`journal_file`)."""
+    path = journal_file(kb.store, settings)
+    return JobJournal(path, settings.keep_jobs) if path is not None else None
+
+
+def journal_file(store: Store, settings: ServerSettings) -> Path | None:
+    """The file of the jobs' journal: the one ``settings`` name, else ``jobs.sqlite3`` in a SQLite
+    knowledge base's directory; none for a store of another kind (the server has no directory of its
+    own to keep it in)."""
     if settings.jobs_file is not None:
-        return JobJournal(settings.jobs_file, settings.keep_jobs)
-    if isinstance(kb.store, SQLiteStore):
-        return JobJournal(kb.store.directory / JOURNAL_NAME, settings.keep_jobs)
-    return None
+        return settings.jobs_file
+    return store.directory / JOURNAL_NAME if isinstance(store, SQLiteStore) else None
 
 
 #: The deadline (a :func:`time.monotonic` instant) of the request a worker thread computes for.

@@ -10,16 +10,22 @@ newest ``keep`` jobs are kept.
 
 One server writes a journal at a time (the file is its own; two servers on one store should be given
 two files). Writes are small and few (a job's changes, not its embedding progress), each committed at
-once.
+once. A journal that cannot be opened stops the server from starting (:class:`StoreError` naming the
+file); one that fails later (a full disk) is logged and the jobs go on.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import sqlite3
 import threading
 from pathlib import Path
 from typing import Any
+
+from chunkwise.errors import StoreError
+
+logger = logging.getLogger("chunkwise.server")
 
 #: The file of a SQLite knowledge base's journal, in the knowledge base's directory.
 JOURNAL_NAME = "jobs.sqlite3"
@@ -44,15 +50,18 @@ class JobJournal:
         self.path = Path(path)
         self.keep = keep
         self._lock = threading.Lock()
-        db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-        db.execute("PRAGMA journal_mode = WAL")
-        db.execute(
-            "PRAGMA synchronous = NORMAL"
-        )  # durable when the process dies; a job is not worth an fsync
-        db.execute("PRAGMA busy_timeout = 5000")
-        db.executescript(_SCHEMA)
+        try:
+            db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            db.execute("PRAGMA journal_mode = WAL")
+            db.execute("PRAGMA synchronous = NORMAL")  # durable if the process dies: no fsync a change
+            db.execute("PRAGMA busy_timeout = 5000")
+            db.executescript(_SCHEMA)
+            self._interrupt_unfinished(db)
+        except sqlite3.Error as exc:
+            raise StoreError(
+                str(self.path), f"the jobs journal cannot be used ({exc}): move it away or name another file"
+            ) from None
         self._db: sqlite3.Connection | None = db
-        self._interrupt_unfinished(db)
 
     def save(self, body: dict[str, Any]) -> None:
         """Record a job's JSON form (``body["id"]`` names it), replacing what was recorded of it; nothing
@@ -61,22 +70,29 @@ class JobJournal:
         with self._lock:
             if self._db is None:
                 return
-            self._db.execute(
-                "INSERT INTO jobs (id, body) VALUES (?, ?)"
-                " ON CONFLICT (id) DO UPDATE SET body = excluded.body",
-                (body["id"], text),
-            )
-            self._db.execute(
-                "DELETE FROM jobs WHERE seq <= (SELECT seq FROM jobs ORDER BY seq DESC LIMIT 1 OFFSET ?)",
-                (self.keep,),
-            )
+            try:
+                self._db.execute(
+                    "INSERT INTO jobs (id, body) VALUES (?, ?)"
+                    " ON CONFLICT (id) DO UPDATE SET body = excluded.body",
+                    (body["id"], text),
+                )
+                self._db.execute(
+                    "DELETE FROM jobs WHERE seq <= (SELECT seq FROM jobs ORDER BY seq DESC LIMIT 1 OFFSET ?)",
+                    (self.keep,),
+                )
+            except sqlite3.Error as exc:  # a record, not the ingest: the jobs go on (a full disk, say)
+                logger.warning("the jobs journal %s did not record job %s: %s", self.path, body["id"], exc)
 
     def get(self, job_id: str) -> dict[str, Any] | None:
         """The recorded form of ``job_id``, ``None`` if it was never recorded or is long forgotten."""
         with self._lock:
             if self._db is None:
                 return None
-            row = self._db.execute("SELECT body FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            try:
+                row = self._db.execute("SELECT body FROM jobs WHERE id = ?", (job_id,)).fetchone()
+            except sqlite3.Error as exc:
+                logger.warning("the jobs journal %s could not be read: %s", self.path, exc)
+                return None
         return None if row is None else dict(json.loads(row[0]))
 
     def close(self) -> None:
