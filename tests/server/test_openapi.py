@@ -51,3 +51,11 @@ def test_the_upload_of_documents_is_documented_as_multipart_files(client: httpx.
     # The documented field is the one the endpoint reads: an unsupported file in it is refused as such.
     png = client.post("/v1/documents", files=[("files", ("image.png", PNG))])
     assert png.status_code == 415, png.text
+
+
+def test_metrics_are_documented_as_the_text_they_are(client: httpx.Client) -> None:
+    operation = client.get("/openapi.json").json()["paths"]["/metrics"]["get"]
+    assert list(operation["responses"]["200"]["content"]) == ["text/plain"]
+    response = client.get("/metrics")
+    assert response.headers["content-type"].startswith("text/plain")
+    assert "chunkwise_" in response.text

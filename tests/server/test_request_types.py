@@ -66,8 +66,9 @@ def test_form_params_the_json_reader_cannot_hold_are_malformed_json(client: http
 
 
 def test_json_bodies_the_reader_cannot_hold_are_malformed_json_on_every_route(client: httpx.Client) -> None:
-    """Invalid UTF-8, nesting past Python's recursion limit and an integer past its digit limit are
-    malformed JSON (400, ``malformed_json``) whichever route reads the body, as a syntax error is."""
+    """Invalid UTF-8, nesting past Python's recursion limit, an integer past its digit limit and a lone
+    surrogate are malformed JSON (400, ``malformed_json``) whichever route reads the body, as a syntax
+    error is (the surrogate was a 422 about a field's type on the routes FastAPI reads)."""
     headers = {"Content-Type": "application/json"}
     for route, field in (
         ("/v1/search", b"query"),
@@ -79,6 +80,7 @@ def test_json_bodies_the_reader_cannot_hold_are_malformed_json_on_every_route(cl
             b'{"%s": "\xff\xfe bags"}' % field,
             b'{"%s": "bags", "x": %s%s}' % (field, b"[" * 100_000, b"]" * 100_000),
             b'{"%s": "bags", "x": %s}' % (field, b"9" * 5000),
+            b'{"%s": "a\\ud800b"}' % field,  # a lone surrogate: no Unicode text
         ):
             response = client.post(route, content=body, headers=headers)
             assert response.status_code == 400, (route, response.text)
@@ -144,3 +146,18 @@ def test_json_is_read_under_any_json_media_type_and_no_other(client: httpx.Clien
         assert "content-type" not in bare.request.headers
         assert bare.status_code == 415, (route, bare.text)
         assert error_of(bare)["message"].startswith("send application/json"), route
+
+
+def test_a_wrong_method_is_answered_with_every_method_of_the_path(client: httpx.Client) -> None:
+    """``Allow`` of a 405 lists every method the path takes (it named only those of one route, ``POST``
+    for ``/v1/documents``, which ``GET`` lists too)."""
+    for method, path, allowed in (
+        ("PUT", "/v1/documents", "GET, POST"),
+        ("PUT", "/v1/documents/a.md", "DELETE, GET"),
+        ("PATCH", "/healthz", "GET"),
+        ("GET", "/v1/search", "POST"),
+    ):
+        response = client.request(method, path)
+        assert response.status_code == 405, (method, path, response.text)
+        assert response.headers["allow"] == allowed, (method, path)
+        assert error_of(response)["type"] == "method_not_allowed"

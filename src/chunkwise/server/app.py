@@ -39,7 +39,7 @@ import anyio.from_thread
 import anyio.to_thread
 from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, Response
+from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import BaseModel, ValidationError
@@ -70,6 +70,7 @@ from chunkwise.server.journal import JOURNAL_NAME, JobJournal
 from chunkwise.server.metrics import ServerMetrics
 from chunkwise.server.schemas import (
     ERROR_RESPONSES,
+    TEXT_ROUTE_ERROR_RESPONSES,
     AnswerRequest,
     ChunkOptions,
     ChunkRequest,
@@ -299,7 +300,12 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
             return error_response(503, "unhealthy", "the ingest worker has stopped: no job would run")
         return {"status": "ok", "queue": jobs.depth}
 
-    @app.get("/metrics", summary="Prometheus metrics: requests, latency, model calls, tokens, cost.")
+    @app.get(
+        "/metrics",
+        summary="Prometheus metrics: requests, latency, model calls, tokens, cost.",
+        response_class=PlainTextResponse,  # documented as the text it is, not as JSON
+        responses=TEXT_ROUTE_ERROR_RESPONSES,
+    )
     async def metrics() -> Response:
         s = service()
         s.metrics.queue_depth.set(s.jobs.depth)

@@ -21,6 +21,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from chunkwise.errors import (
@@ -111,7 +112,7 @@ def public_message(exc: ChunkwiseError) -> str:
 
 def validation_message(errors: list[dict[str, Any]]) -> tuple[int, str, str]:
     """Status, type and one readable message for pydantic's validation errors."""
-    if any(e.get("type") == "json_invalid" or _no_body(e) for e in errors):
+    if any(e.get("type") in UNREADABLE or _no_body(e) for e in errors):
         return MALFORMED_JSON
     parts = []
     for error in errors:
@@ -121,6 +122,12 @@ def validation_message(errors: list[dict[str, Any]]) -> tuple[int, str, str]:
         else:
             parts.append(f"{where}: {error.get('msg', 'invalid')}")
     return 422, "invalid_request", "; ".join(parts)
+
+
+#: pydantic's errors for a body that cannot be read as JSON text: invalid syntax, or a string that is no
+#: Unicode (a lone surrogate escaped as ``\ud800``), which ``/v1/chunk`` met as a syntax error and the
+#: other JSON routes as a wrong field type.
+UNREADABLE = frozenset({"json_invalid", "string_unicode"})
 
 
 def _no_body(error: dict[str, Any]) -> bool:
@@ -155,7 +162,10 @@ def install_handlers(app: FastAPI) -> None:
             # nested too deeply, an integer past Python's digit limit): malformed JSON like any other.
             return error_response(*MALFORMED_JSON)
         type_ = STATUS_TYPES.get(exc.status_code, "http_error")
-        return error_response(exc.status_code, type_, str(exc.detail), dict(exc.headers or {}))
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:  # every method of the path, not only those of the route matched first
+            headers["Allow"] = ", ".join(allowed_methods(request))
+        return error_response(exc.status_code, type_, str(exc.detail), headers)
 
     @app.exception_handler(Exception)
     async def _internal(request: Request, exc: Exception) -> JSONResponse:
@@ -165,6 +175,17 @@ def install_handlers(app: FastAPI) -> None:
         return error_response(*INTERNAL)
 
     app.add_middleware(InternalErrors)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods of every route of ``request``'s path, sorted: the ``Allow`` of a 405 (Starlette's
+    names only the methods of the first route that matched the path, one of several when a path has a
+    route per method)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.matches(request.scope)[0] is not Match.NONE:
+            methods |= route.methods or set()
+    return sorted(methods)
 
 
 #: The answer to an error no handler took: status, type and message.

@@ -155,6 +155,16 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     "5XX": {"model": ErrorBody, "description": "A model, the store or the server failed (the log has it)."},
 }
 
+#: :data:`ERROR_RESPONSES` for a route whose own answer is not JSON (``/metrics``): FastAPI documents a
+#: ``model`` in the route's media type, so there the error body is named as JSON explicitly.
+TEXT_ROUTE_ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {
+        "description": response["description"],
+        "content": {"application/json": {"schema": {"$ref": f"#/components/schemas/{ErrorBody.__name__}"}}},
+    }
+    for status, response in ERROR_RESPONSES.items()
+}
+
 
 def check_remote_params(chunker: str, params: dict[str, Any]) -> None:
     """:class:`ConfigError` for a chunker or parameter a remote client may not choose: a chunker outside
