@@ -59,6 +59,7 @@ def api_schema(tmp_path_factory: pytest.TempPathFactory, data_dir: Path) -> Iter
 #: whether requests that break its schema are generated too (those with a body to break).
 OPERATIONS = {
     "GET /healthz": False,
+    "GET /readyz": False,
     "GET /metrics": False,
     "GET /v1/chunkers": False,
     "POST /v1/chunk": True,

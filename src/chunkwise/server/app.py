@@ -8,7 +8,8 @@ Endpoints (``/openapi.json`` describes each; the page at ``/`` lists them too):
   ``DELETE /v1/documents/{id}``;
 - ``POST /v1/search``, ``/v1/segments``, ``/v1/answer`` -> the bodies of ``chunkwise search --json``,
   ``segments --json`` and ``ask --json``;
-- ``GET /v1/chunkers`` (names and default parameters), ``GET /healthz``, ``GET /metrics``.
+- ``GET /v1/chunkers`` (names and default parameters), ``GET /healthz`` (liveness), ``GET /readyz``
+  (readiness: the store answers a read), ``GET /metrics``.
 
 Concurrency: one writer process stores ingest jobs (:mod:`.jobs`, :mod:`.writer`) on its own store
 connection, at a lower CPU priority, while readers search on another (SQLite in WAL mode and PostgreSQL
@@ -299,6 +300,24 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
         if not jobs.alive:
             return error_response(503, "unhealthy", "the ingest worker has stopped: no job would run")
         return {"status": "ok", "queue": jobs.depth}
+
+    @app.get(
+        "/readyz",
+        summary="Readiness: the knowledge base answers a read (503 when it cannot be used now).",
+    )
+    async def readyz() -> dict[str, Any]:
+        # Beside the readers' slots, so that a probe measures the store, not the queue of searches;
+        # within the request timeout (a PostgreSQL pool waiting for a server that went away).
+        s = service()
+        timeout = s.settings.request_timeout
+        try:
+            with anyio.fail_after(timeout):
+                await anyio.to_thread.run_sync(s.reader.meta, "schema_version", abandon_on_cancel=True)
+        except TimeoutError:
+            raise ApiError(
+                503, "store_unavailable", f"the knowledge base did not answer within {timeout:g} s"
+            ) from None
+        return {"status": "ready"}
 
     @app.get(
         "/metrics",
