@@ -8,7 +8,7 @@ from pathlib import Path
 import httpx
 
 from chunkwise.server import ServerSettings, create_app
-from chunkwise.server.journal import INTERRUPTED, JOURNAL_NAME, JobJournal
+from chunkwise.server.journal import INTERRUPTED, JOURNAL_NAME, SQLiteJobJournal
 from tests.support.server import error_of, running_app, upload, wait_job
 
 
@@ -56,7 +56,7 @@ def test_a_job_the_restart_interrupted_reads_cancelled(tmp_path: Path, data_dir:
 
 def test_the_journal_keeps_the_newest_jobs_and_ignores_saves_once_closed(tmp_path: Path) -> None:
     path = tmp_path / "jobs.sqlite3"
-    journal = JobJournal(path, keep=3)
+    journal = SQLiteJobJournal(path, keep=3)
     for n in range(5):
         journal.save({"id": f"job-{n}", "status": "done" if n % 2 else "running", "error": None})
     journal.save({"id": "job-2", "status": "done", "error": None})  # an update keeps its place
@@ -64,7 +64,7 @@ def test_the_journal_keeps_the_newest_jobs_and_ignores_saves_once_closed(tmp_pat
     journal.close()
     journal.save({"id": "job-9", "status": "done", "error": None})
     assert journal.get("job-4") is None
-    reopened = JobJournal(path, keep=3)
+    reopened = SQLiteJobJournal(path, keep=3)
     assert reopened.get("job-9") is None
     assert reopened.get("job-2") == {"id": "job-2", "status": "done", "error": None}
     assert reopened.get("job-3") == {"id": "job-3", "status": "done", "error": None}

@@ -74,7 +74,8 @@ def serve_command(
         typer.Option(
             "--jobs-file",
             help="SQLite file recording the ingest jobs, so that their ids outlive a restart"
-            " (default: jobs.sqlite3 in a SQLite knowledge base; none for PostgreSQL).",
+            " (default: jobs.sqlite3 in a SQLite knowledge base, the knowledge base's jobs table shared"
+            " by its servers in PostgreSQL).",
             dir_okay=False,
         ),
     ] = None,
@@ -101,17 +102,16 @@ def serve_command(
         import uvicorn
 
         from chunkwise.server import create_app
-        from chunkwise.server.app import journal_file
-        from chunkwise.server.journal import JobJournal
+        from chunkwise.server.journal import open_journal
     except ImportError:
         raise ConfigError(INSTALL_HINT) from None
     resolved = load_config(config, preset) if config is not None or preset is not None else None
     # a damaged or unreachable store, or a jobs journal that cannot be used, is one error line here,
     # not a server traceback
     with open_store(kb) as store:
-        journal = journal_file(store, settings)
-    if journal is not None:
-        JobJournal(journal, settings.keep_jobs).close()
+        journal = open_journal(store, settings.keep_jobs, settings.jobs_file)
+        if journal is not None:
+            journal.close()
     app = create_app(kb, config=resolved, settings=settings)
     uvicorn.run(
         app,

@@ -67,7 +67,7 @@ from chunkwise.server.errors import (
     install_handlers,
 )
 from chunkwise.server.jobs import IngestQueue, Job, QueueFullError
-from chunkwise.server.journal import JOURNAL_NAME, JobJournal
+from chunkwise.server.journal import open_journal
 from chunkwise.server.metrics import ServerMetrics
 from chunkwise.server.schemas import (
     ERROR_RESPONSES,
@@ -81,8 +81,6 @@ from chunkwise.server.schemas import (
 )
 from chunkwise.server.settings import ServerSettings
 from chunkwise.store import open_store
-from chunkwise.store.protocol import Store
-from chunkwise.store.sqlite import SQLiteStore
 
 logger = logging.getLogger("chunkwise.server")
 
@@ -116,7 +114,7 @@ class Service:
             size=settings.queue_size,
             keep=settings.keep_jobs,
             on_finish=self._finished,
-            journal=_journal(self.writer, settings),
+            journal=open_journal(self.writer.store, settings.keep_jobs, settings.jobs_file),
         )
         self.limiter = anyio.CapacityLimiter(settings.readers)
 
@@ -159,21 +157,6 @@ class Service:
     def _finished(self, job: Job, accounting: dict[str, Any]) -> None:
         self.metrics.jobs.labels(job.status).inc()
         self.metrics.observe_accounting(accounting)
-
-
-def _journal(kb: KnowledgeBase, settings: ServerSettings) -> JobJournal | None:
-    """The jobs' journal of a server over ``kb`` (see :func:`journal_file`)."""
-    path = journal_file(kb.store, settings)
-    return JobJournal(path, settings.keep_jobs) if path is not None else None
-
-
-def journal_file(store: Store, settings: ServerSettings) -> Path | None:
-    """The file of the jobs' journal: the one ``settings`` name, else ``jobs.sqlite3`` in a SQLite
-    knowledge base's directory; none for a store of another kind (the server has no directory of its
-    own to keep it in)."""
-    if settings.jobs_file is not None:
-        return settings.jobs_file
-    return store.directory / JOURNAL_NAME if isinstance(store, SQLiteStore) else None
 
 
 #: The deadline (a :func:`time.monotonic` instant) of the request a worker thread computes for.

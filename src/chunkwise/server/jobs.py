@@ -9,8 +9,8 @@ pipeline, each document in its own transaction, so a crash or ``kill -9`` leaves
 absent and a job sent again stores what is missing and skips the rest.
 
 Jobs live in memory while they run, and in the server's journal (:mod:`.journal`) as of each change, so
-a job's id keeps its answer after a restart: a job the restart interrupted reads ``cancelled``, and a
-client sends its files again.
+a job's id keeps its answer after a restart (and, over PostgreSQL, on every server over the knowledge
+base): a job the restart interrupted reads ``cancelled``, and a client sends its files again.
 """
 
 from __future__ import annotations

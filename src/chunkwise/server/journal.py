@@ -1,4 +1,5 @@
-"""The server's record of its ingest jobs, kept in a SQLite file so that it outlives the process.
+"""The server's record of its ingest jobs, kept so that it outlives the process: in a SQLite file here,
+in the knowledge base's schema for PostgreSQL (:mod:`.pg_journal`).
 
 Without it a restart (a deploy, a crash, ``kill -9``) made every job id unknown: a client polling its job
 got 404 and could not tell whether its files were stored. The journal holds each job's JSON form
@@ -8,10 +9,11 @@ that opens the journal marks the jobs that a previous process left queued or run
 a job sent again stores the rest and skips it), so every id a client was given keeps an answer. The
 newest ``keep`` jobs are kept.
 
-One server writes a journal at a time (the file is its own; two servers on one store should be given
-two files). Writes are small and few (a job's changes, not its embedding progress), each committed at
-once. A journal that cannot be opened stops the server from starting (:class:`StoreError` naming the
-file); one that fails later (a full disk) is logged and the jobs go on.
+One server writes a SQLite journal at a time (the file is its own; two servers on one store should be
+given two files; the PostgreSQL journal is shared by every server over the knowledge base). Writes are
+small and few (a job's changes, not its embedding progress), each committed at once. A journal that
+cannot be opened stops the server from starting (:class:`StoreError` naming the file); one that fails
+later (a full disk) is logged and the jobs go on.
 """
 
 from __future__ import annotations
@@ -21,9 +23,12 @@ import logging
 import sqlite3
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from chunkwise.errors import StoreError
+from chunkwise.store.postgres import PostgresStore
+from chunkwise.store.protocol import Store
+from chunkwise.store.sqlite import SQLiteStore
 
 logger = logging.getLogger("chunkwise.server")
 
@@ -36,6 +41,49 @@ INTERRUPTED = {
     "message": "the server stopped before the job ended; send the files again (what was stored is skipped)",
 }
 
+
+class JobJournal(Protocol):
+    """Where a server records its jobs' JSON forms (``GET /v1/jobs/{id}``) as they change."""
+
+    def save(self, body: dict[str, Any]) -> None:
+        """Record a job's JSON form (``body["id"]`` names it), replacing what was recorded of it; nothing
+        once the journal is closed. A failure is logged, never raised: the jobs go on."""
+        ...
+
+    def get(self, job_id: str) -> dict[str, Any] | None:
+        """The recorded form of ``job_id`` (``cancelled`` if its server is gone and left it queued or
+        running), ``None`` if it was never recorded or is long forgotten."""
+        ...
+
+    def close(self) -> None:
+        """Stop recording (saves are ignored from now on) and let go of the file or connection."""
+        ...
+
+
+def interrupted(body: dict[str, Any]) -> dict[str, Any]:
+    """A job's JSON form once its server is gone: ``cancelled`` with :data:`INTERRUPTED` if it was left
+    queued or running, else as it is."""
+    if body.get("status") not in ("queued", "running"):
+        return body
+    return {**body, "status": "cancelled", "error": INTERRUPTED, "embedding": None}
+
+
+def open_journal(store: Store, keep: int, path: Path | None = None) -> JobJournal | None:
+    """The jobs' journal of a server over ``store`` keeping the newest ``keep`` jobs: the SQLite file
+    ``path`` when given, else ``jobs.sqlite3`` in a SQLite knowledge base's directory, else the
+    ``jobs`` table of a PostgreSQL knowledge base's schema (shared by its servers); none for a store of
+    another kind. :class:`StoreError` when it cannot be used."""
+    if path is not None:
+        return SQLiteJobJournal(path, keep)
+    if isinstance(store, SQLiteStore):
+        return SQLiteJobJournal(store.directory / JOURNAL_NAME, keep)
+    if isinstance(store, PostgresStore):
+        from chunkwise.server.pg_journal import PostgresJobJournal
+
+        return PostgresJobJournal(store, keep)
+    return None
+
+
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     seq INTEGER PRIMARY KEY AUTOINCREMENT, id TEXT NOT NULL UNIQUE, body TEXT NOT NULL
@@ -43,7 +91,7 @@ CREATE TABLE IF NOT EXISTS jobs (
 """
 
 
-class JobJournal:
+class SQLiteJobJournal:
     """The jobs of a server in the SQLite file at ``path`` (created when absent), at most ``keep``."""
 
     def __init__(self, path: str | Path, keep: int) -> None:
@@ -64,8 +112,7 @@ class JobJournal:
         self._db: sqlite3.Connection | None = db
 
     def save(self, body: dict[str, Any]) -> None:
-        """Record a job's JSON form (``body["id"]`` names it), replacing what was recorded of it; nothing
-        once the journal is closed (a job thread that outlived the server's stop)."""
+        """See :meth:`JobJournal.save` (a job thread may outlive the server's stop)."""
         text = json.dumps(body)
         with self._lock:
             if self._db is None:
@@ -84,7 +131,8 @@ class JobJournal:
                 logger.warning("the jobs journal %s did not record job %s: %s", self.path, body["id"], exc)
 
     def get(self, job_id: str) -> dict[str, Any] | None:
-        """The recorded form of ``job_id``, ``None`` if it was never recorded or is long forgotten."""
+        """See :meth:`JobJournal.get` (this file's jobs of a previous process were marked when it was
+        opened)."""
         with self._lock:
             if self._db is None:
                 return None
@@ -107,6 +155,5 @@ class JobJournal:
         """Mark the jobs a previous process left queued or running ``cancelled`` (see the module)."""
         for job_id, text in db.execute("SELECT id, body FROM jobs").fetchall():
             body = json.loads(text)
-            if body.get("status") in ("queued", "running"):
-                body.update(status="cancelled", error=INTERRUPTED, embedding=None)
-                db.execute("UPDATE jobs SET body = ? WHERE id = ?", (json.dumps(body), job_id))
+            if interrupted(body) is not body:
+                db.execute("UPDATE jobs SET body = ? WHERE id = ?", (json.dumps(interrupted(body)), job_id))

@@ -29,7 +29,8 @@ class ServerSettings:
     client that announces more bytes than it sends would otherwise hold the connection for ever).
     ``jobs_file``: the SQLite file of the jobs' journal (:mod:`chunkwise.server.journal`), so that a
     job's id keeps its answer after a restart; ``None``: ``jobs.sqlite3`` in a SQLite knowledge base's
-    directory, none (jobs in memory) for PostgreSQL.
+    directory, the ``jobs`` table of a PostgreSQL knowledge base's schema, shared by every server over
+    it (:mod:`chunkwise.server.pg_journal`).
     """
 
     api_key: str | None = None

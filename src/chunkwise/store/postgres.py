@@ -85,6 +85,8 @@ SCHEMA_VERSION = 4
 #: Advisory-lock namespaces (the first key of ``pg_advisory_xact_lock(int, int)``).
 _SETUP_LOCK = 0x63770001  # schema creation, upgrades, the vector table: one at a time per database
 _DOC_LOCK = 0x63770002  # one writer per (schema, document)
+#: The namespace of the ingest servers' session locks (:mod:`chunkwise.server.pg_journal`).
+JOBS_LOCK = 0x63770003
 
 #: SQLSTATE classes of a connection that failed or was lost, and of the server shutting down.
 _CONNECTION_STATES = ("08", "57P")
@@ -414,6 +416,32 @@ class PostgresStore:
             raise StoreURLError(self.location, f"libpq cannot read the URL ({reason})") from None
         except psycopg.Error as exc:
             raise self._failure(exc) from None
+
+    @property
+    def schema(self) -> str:
+        """The knowledge base's schema, quoted for SQL (``"name"``)."""
+        return self._s
+
+    def ensure(self, ddl: str) -> None:
+        """Run the ``;``-separated, idempotent DDL ``ddl`` (``{s}`` standing for the schema) in one
+        transaction under the setup lock, so that processes opening the store at once do not race to
+        create the same objects (``IF NOT EXISTS`` alone does not stop two creations of one table)."""
+        self._writable()
+        with self._conn() as conn, conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SETUP_LOCK,))
+            _execute_script(conn, ddl.format(s=self._s))
+
+    def session(self) -> Any:
+        """A psycopg connection of its own, outside the pool, in autocommit mode, failures typed as on
+        opening: for what must hold a session (a session-level advisory lock) for a long time. The
+        caller closes it."""
+        conn = self._connect()
+        conn.autocommit = True
+        return conn
+
+    def scrubbed(self, exc: BaseException) -> str:
+        """``exc``'s message on one line, without the URL's password: safe to show or log."""
+        return _one_line(str(exc), self._where)
 
     def _configure(self, conn: Any) -> None:
         """Each pooled connection: pgvector's adapters (numpy arrays in and out), autocommit off."""

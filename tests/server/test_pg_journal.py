@@ -1,0 +1,184 @@
+"""The jobs' journal of the servers over one PostgreSQL knowledge base (``server/pg_journal.py``): any
+server answers any server's job; a job left queued or running by a server that is gone (a process
+killed with ``kill -9``, a lost connection) reads ``cancelled``, and one of a server that is alive is
+never touched. Real PostgreSQL, real servers, a real process killed."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from chunkwise.errors import StoreError
+from chunkwise.server import create_app
+from chunkwise.server.journal import INTERRUPTED, SQLiteJobJournal, open_journal
+from chunkwise.server.pg_journal import PostgresJobJournal
+from chunkwise.store import open_store
+from chunkwise.store.postgres import JOBS_LOCK, PostgresStore
+from tests.support.server import PATIENCE_S, running_app, serve_process, upload, wait_job
+
+
+def job(job_id: str, status: str) -> dict[str, Any]:
+    """A job's JSON form, as far as the journal cares."""
+    return {"id": job_id, "status": status, "files": ["a.md"], "error": None, "embedding": {"done": 1}}
+
+
+@pytest.fixture
+def store(pg_url: str) -> Iterator[PostgresStore]:
+    """A fresh PostgreSQL knowledge base."""
+    with open_store(pg_url) as opened:
+        assert isinstance(opened, PostgresStore)
+        yield opened
+
+
+def rows(pg_server, store: PostgresStore) -> dict[str, dict[str, Any]]:  # type: ignore[no-untyped-def]
+    """Every job in the table, read beside the journals."""
+    with pg_server.admin() as admin:
+        found = admin.execute(f"SELECT id, body::text FROM {store.schema}.jobs").fetchall()
+    return {job_id: json.loads(body) for job_id, body in found}
+
+
+def wait_until_gone(pg_server, store: PostgresStore, owner: str) -> None:  # type: ignore[no-untyped-def]
+    """Wait until the database has ended the session of ``owner``'s server (its lock is free)."""
+    key = (JOBS_LOCK, f"{store.schema}/{owner}")
+    deadline = time.monotonic() + PATIENCE_S
+    with pg_server.admin() as admin:
+        while time.monotonic() < deadline:
+            if admin.execute("SELECT pg_try_advisory_lock(%s, hashtext(%s))", key).fetchone()[0]:
+                admin.execute("SELECT pg_advisory_unlock(%s, hashtext(%s))", key)
+                return
+            time.sleep(0.05)
+    raise AssertionError(f"the session of {owner} did not end")
+
+
+def test_the_journal_of_a_postgresql_store_is_its_table_unless_a_file_is_named(
+    store: PostgresStore, tmp_path: Path
+) -> None:
+    journal = open_journal(store, keep=10)
+    assert isinstance(journal, PostgresJobJournal)
+    journal.close()
+    named = open_journal(store, keep=10, path=tmp_path / "jobs.sqlite3")
+    assert isinstance(named, SQLiteJobJournal)
+    named.close()
+
+
+def test_a_killed_servers_unfinished_jobs_read_cancelled_and_its_finished_ones_stay(
+    pg_server,  # type: ignore[no-untyped-def]
+    pg_url: str,
+    store: PostgresStore,
+) -> None:
+    """A process records a queued, a running and a finished job, then is killed with SIGKILL. While it
+    lives another server reads its jobs as recorded; once it is gone, a server that opens the journal
+    marks the unfinished ones (before anyone reads them), and reading them says so."""
+    other = PostgresJobJournal(store, keep=10)
+    script = textwrap.dedent(
+        f"""
+        import time
+        from chunkwise.store import open_store
+        from chunkwise.server.pg_journal import PostgresJobJournal
+        journal = PostgresJobJournal(open_store({pg_url!r}), keep=10)
+        for job_id, status in (("q", "queued"), ("r", "running"), ("d", "done")):
+            journal.save({{"id": job_id, "status": status, "error": None, "embedding": {{"done": 1}}}})
+        print(journal.owner, flush=True)
+        time.sleep(600)
+        """
+    )
+    process = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None
+        owner = process.stdout.readline().strip()
+        assert owner, "the recording process ended early"
+        # its server is alive: left alone
+        assert other.get("q") == {"id": "q", "status": "queued", "error": None, "embedding": {"done": 1}}
+        assert other.get("r") == {"id": "r", "status": "running", "error": None, "embedding": {"done": 1}}
+    finally:
+        process.kill()
+        process.wait()
+    wait_until_gone(pg_server, store, owner)
+    assert rows(pg_server, store)["r"]["status"] == "running"  # nobody has looked yet
+    starting = PostgresJobJournal(store, keep=10)  # a server starting marks them
+    recorded = rows(pg_server, store)
+    assert recorded["q"] == {"id": "q", "status": "cancelled", "error": INTERRUPTED, "embedding": None}
+    assert recorded["r"]["status"] == "cancelled"
+    assert recorded["d"] == {"id": "d", "status": "done", "error": None, "embedding": {"done": 1}}
+    assert other.get("r") == recorded["r"]
+    for journal in (other, starting):
+        journal.close()
+
+
+def test_a_lost_connection_frees_the_jobs_and_the_servers_next_write_wins(
+    pg_server,  # type: ignore[no-untyped-def]
+    store: PostgresStore,
+) -> None:
+    """The database ends a server's session (a restart, a failover, a proxy): its running job reads
+    cancelled meanwhile (its lock went with the session), and the job's next state, written on a new
+    session that takes the lock again, replaces the mark."""
+    owner = PostgresJobJournal(store, keep=10)
+    reader = PostgresJobJournal(store, keep=10)
+    owner.save(job("r", "running"))
+    with pg_server.admin() as admin:
+        admin.execute("SELECT pg_terminate_backend(%s)", (owner._conn.info.backend_pid,))
+    wait_until_gone(pg_server, store, owner.owner)
+    assert reader.get("r") == {
+        **job("r", "running"),
+        "status": "cancelled",
+        "error": INTERRUPTED,
+        "embedding": None,
+    }
+    owner.save(job("r", "done"))
+    assert reader.get("r") == job("r", "done")
+    owner.save(job("s", "running"))
+    assert reader.get("s") == job("s", "running")  # the lock is held again: alive
+    for journal in (owner, reader):
+        journal.close()
+
+
+def test_a_job_is_written_by_its_own_server_only_and_the_newest_are_kept(store: PostgresStore) -> None:
+    first = PostgresJobJournal(store, keep=3)
+    second = PostgresJobJournal(store, keep=3)
+    first.save(job("same", "running"))
+    second.save(job("same", "done"))  # the same id from another server: not its job
+    assert second.get("same") == job("same", "running")
+    for n in range(4):
+        (first if n % 2 else second).save(job(f"job-{n}", "done"))
+    assert [first.get(f"job-{n}") is not None for n in range(4)] == [False, True, True, True]
+    assert first.get("same") is None
+    first.close()
+    first.save(job("late", "done"))  # closed: ignored
+    assert first.get("job-3") is None
+    assert second.get("late") is None
+    second.close()
+
+
+def test_a_read_only_store_cannot_hold_the_journal(pg_url: str, store: PostgresStore) -> None:
+    with open_store(pg_url, read_only=True) as reader:
+        assert isinstance(reader, PostgresStore)
+        with pytest.raises(StoreError, match="read-only"):
+            PostgresJobJournal(reader, keep=10)
+
+
+@pytest.mark.slow
+def test_two_servers_over_one_knowledge_base_answer_each_others_jobs(pg_url: str, data_dir: Path) -> None:
+    """Two servers side by side over one PostgreSQL knowledge base, as behind a load balancer (one of
+    them started by ``chunkwise serve``): a job sent to one is answered by the other as it finished."""
+    md = data_dir / "formats" / "Baggage Allowance.md"
+    with (
+        running_app(create_app(pg_url)) as one,
+        serve_process("--kb", pg_url) as (two, _),
+        httpx.Client(base_url=one, timeout=600) as first,
+        httpx.Client(base_url=two, timeout=600) as second,
+    ):
+        sent = second.post("/v1/documents", files=upload(md)).json()["id"]
+        done = wait_job(second, sent)
+        assert done["status"] == "done"
+        assert done["result"]["added"] == [md.name]
+        assert first.get(f"/v1/jobs/{sent}").json() == done
+        assert first.get("/v1/jobs/job-1-00000000").status_code == 404
