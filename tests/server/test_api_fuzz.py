@@ -67,6 +67,7 @@ OPERATIONS = {
     "POST /v1/segments": True,
     "POST /v1/answer": True,
     "POST /v1/documents": True,
+    "GET /v1/jobs": True,
     "GET /v1/jobs/{job_id}": False,
     "GET /v1/documents": False,
     "GET /v1/documents/{doc_id}": False,

@@ -51,8 +51,10 @@ def test_a_job_failing_outside_the_writer_does_not_stop_the_queue(
     jobs.start()
     try:
         doc = data_dir / "formats" / "accessories.md"
-        first = jobs.submit([(doc.name, doc.read_bytes())])
-        second = jobs.submit([(doc.name, doc.read_bytes())])
+        first, queued = jobs.submit([(doc.name, doc.read_bytes())])
+        second, _ = jobs.submit([(doc.name, doc.read_bytes())])
+        assert queued["status"] == "queued"
+        assert queued["id"] == first.id
         wait_finished(jobs, first)
         wait_finished(jobs, second)
     finally:
@@ -63,6 +65,11 @@ def test_a_job_failing_outside_the_writer_does_not_stop_the_queue(
     assert second.status == "done", second.error
     assert [e["status"] for e in second.events] == ["added"]
     assert finished == [second.id]
+    # without a journal, the listing is this process's jobs, newest first
+    assert jobs.recent(10) == [second.to_dict(), first.to_dict()]
+    assert jobs.recent(1) == [second.to_dict()]
+    assert jobs.recent(10, "failed") == [first.to_dict()]
+    assert jobs.recent(10, "running") == []
 
 
 #: A configuration that embeds a long document over many calls: small chunks, few texts per call.

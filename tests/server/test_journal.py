@@ -51,7 +51,17 @@ def test_a_job_the_restart_interrupted_reads_cancelled(tmp_path: Path, data_dir:
         assert interrupted["status"] == "cancelled"
         assert interrupted["error"] == INTERRUPTED
         assert interrupted["files"] == [files[0].name]
-        assert http.get(f"/v1/jobs/{first}").json()["status"] in ("cancelled", "done")
+        earlier = http.get(f"/v1/jobs/{first}").json()
+        assert earlier["status"] in ("cancelled", "done")
+        # the listing reads the journal: the previous process's jobs, newest first
+        assert http.get("/v1/jobs").json() == {"jobs": [interrupted, earlier]}
+        assert http.get("/v1/jobs", params={"limit": 1}).json() == {"jobs": [interrupted]}
+        assert http.get("/v1/jobs", params={"status": "running"}).json() == {"jobs": []}
+        assert interrupted in http.get("/v1/jobs", params={"status": "cancelled"}).json()["jobs"]
+        for wrong in ({"limit": 0}, {"limit": 1001}, {"status": "stuck"}):
+            refused = http.get("/v1/jobs", params=wrong)
+            assert refused.status_code == 422, wrong
+            assert error_of(refused)["type"] == "invalid_request"
 
 
 def test_the_journal_keeps_the_newest_jobs_and_ignores_saves_once_closed(tmp_path: Path) -> None:
@@ -74,4 +84,8 @@ def test_the_journal_keeps_the_newest_jobs_and_ignores_saves_once_closed(tmp_pat
         "error": INTERRUPTED,
         "embedding": None,
     }
+    assert [job["id"] for job in reopened.recent(10)] == ["job-4", "job-3", "job-2"]  # newest first
+    assert [job["id"] for job in reopened.recent(10, "done")] == ["job-3", "job-2"]
+    assert reopened.recent(1, "cancelled") == [reopened.get("job-4")]
     reopened.close()
+    assert reopened.recent(10) == []

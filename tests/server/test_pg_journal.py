@@ -99,6 +99,8 @@ def test_a_killed_servers_unfinished_jobs_read_cancelled_and_its_finished_ones_s
         # its server is alive: left alone
         assert other.get("q") == {"id": "q", "status": "queued", "error": None, "embedding": {"done": 1}}
         assert other.get("r") == {"id": "r", "status": "running", "error": None, "embedding": {"done": 1}}
+        assert [j["id"] for j in other.recent(10)] == ["d", "r", "q"]
+        assert other.recent(10, "running") == [other.get("r")]
     finally:
         process.kill()
         process.wait()
@@ -110,6 +112,8 @@ def test_a_killed_servers_unfinished_jobs_read_cancelled_and_its_finished_ones_s
     assert recorded["r"]["status"] == "cancelled"
     assert recorded["d"] == {"id": "d", "status": "done", "error": None, "embedding": {"done": 1}}
     assert other.get("r") == recorded["r"]
+    assert other.recent(10, "running") == []
+    assert other.recent(2) == [recorded["d"], recorded["r"]]
     for journal in (other, starting):
         journal.close()
 
@@ -181,4 +185,5 @@ def test_two_servers_over_one_knowledge_base_answer_each_others_jobs(pg_url: str
         assert done["status"] == "done"
         assert done["result"]["added"] == [md.name]
         assert first.get(f"/v1/jobs/{sent}").json() == done
+        assert first.get("/v1/jobs").json() == {"jobs": [done]}  # every server's jobs
         assert first.get("/v1/jobs/job-1-00000000").status_code == 404

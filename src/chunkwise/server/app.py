@@ -3,8 +3,8 @@
 Endpoints (``/openapi.json`` describes each; the page at ``/`` lists them too):
 
 - ``POST /v1/chunk``: JSON text or a multipart upload -> the body of ``chunkwise chunk --json``;
-- ``POST /v1/documents`` (multipart files -> an ingest job, 202), ``GET /v1/jobs/{id}``,
-  ``GET /v1/documents``, ``GET /v1/documents/{id}`` (text, units, chunk spans),
+- ``POST /v1/documents`` (multipart files -> an ingest job, 202), ``GET /v1/jobs/{id}``, ``GET /v1/jobs``
+  (the newest jobs), ``GET /v1/documents``, ``GET /v1/documents/{id}`` (text, units, chunk spans),
   ``DELETE /v1/documents/{id}``;
 - ``POST /v1/search``, ``/v1/segments``, ``/v1/answer`` -> the bodies of ``chunkwise search --json``,
   ``segments --json`` and ``ask --json``;
@@ -33,12 +33,12 @@ from contextlib import asynccontextmanager
 from functools import partial
 from importlib.metadata import version
 from pathlib import Path, PurePosixPath
-from typing import Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import anyio
 import anyio.from_thread
 import anyio.to_thread
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse, Response
 from fastapi.staticfiles import StaticFiles
@@ -66,7 +66,7 @@ from chunkwise.server.errors import (
     error_response,
     install_handlers,
 )
-from chunkwise.server.jobs import IngestQueue, Job, QueueFullError
+from chunkwise.server.jobs import IngestQueue, Job, JobStatus, QueueFullError
 from chunkwise.server.journal import open_journal
 from chunkwise.server.metrics import ServerMetrics
 from chunkwise.server.schemas import (
@@ -87,6 +87,8 @@ logger = logging.getLogger("chunkwise.server")
 STATIC = Path(__file__).parent / "static"
 #: Paths that need the bearer key when one is set (the page and its files are public; they hold no data).
 PROTECTED_PREFIXES = ("/v1/", "/metrics")
+#: How many jobs ``GET /v1/jobs`` lists unless asked, and at most.
+DEFAULT_JOBS_LISTED, MAX_JOBS_LISTED = 50, 1000
 #: The multipart fields of ``POST /v1/chunk`` and ``POST /v1/documents``.
 CHUNK_FORM_FIELDS = frozenset({"file", "chunker", "params", "document"})
 DOCUMENT_FORM_FIELDS = frozenset({"files", "file"})
@@ -468,15 +470,27 @@ def _routes(app: FastAPI, service: Callable[[], Service]) -> None:
                 files.append((name, data))
         if not files:
             raise ApiError(422, "invalid_request", "field 'files': at least one file is required")
-        try:
-            job = s.jobs.submit(files)
+        try:  # the journal's write off the event loop (a database's round trip)
+            job, queued = await anyio.to_thread.run_sync(s.jobs.submit, files)
         except QueueFullError as exc:
             raise ApiError(429, "queue_full", str(exc), {"Retry-After": str(exc.retry_after)}) from None
-        return JSONResponse(job.to_dict(), status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
+        return JSONResponse(queued, status_code=202, headers={"Location": f"/v1/jobs/{job.id}"})
+
+    @app.get(
+        "/v1/jobs",
+        summary="The newest ingest jobs, newest first (every server's over PostgreSQL), of one status"
+        " when `status` is given.",
+    )
+    async def list_jobs(
+        limit: Annotated[int, Query(ge=1, le=MAX_JOBS_LISTED)] = DEFAULT_JOBS_LISTED,
+        status: JobStatus | None = None,
+    ) -> dict[str, Any]:
+        jobs = service().jobs
+        return {"jobs": await anyio.to_thread.run_sync(jobs.recent, limit, status)}
 
     @app.get("/v1/jobs/{job_id}", summary="An ingest job: progress, per-file errors, the report.")
     async def get_job(job_id: str) -> dict[str, Any]:
-        job = service().jobs.describe(job_id)
+        job = await anyio.to_thread.run_sync(service().jobs.describe, job_id)
         if job is None:
             raise ApiError(404, "not_found", f"no job {job_id!r}")
         return job

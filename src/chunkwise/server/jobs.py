@@ -161,20 +161,23 @@ class IngestQueue:
         """Jobs waiting (not counting the running one)."""
         return self._queue.qsize()
 
-    def submit(self, files: list[tuple[str, bytes]]) -> Job:
-        """Queue ``files`` (``(name, content)`` pairs) as one job; :class:`QueueFullError` when full."""
+    def submit(self, files: list[tuple[str, bytes]]) -> tuple[Job, dict[str, Any]]:
+        """Queue ``files`` (``(name, content)`` pairs) as one job; :class:`QueueFullError` when full. The
+        job, and its JSON form as queued: what its sender is answered, since the thread that feeds the
+        writer may have started it by the time the sender reads it."""
         job = Job(f"job-{next(self._counter)}-{secrets.token_hex(4)}", files)
+        queued = job.to_dict()
         with self._lock:  # only this puts into the queue: a queue not full now takes the job below
             if self._queue.full():
                 raise QueueFullError(self.retry_after())
-            self._save(job)  # queued, before the thread can take it and record it running
+            self._record(queued)  # before the thread can take the job and record it running
             try:
                 self._queue.put_nowait(job)
             except queue.Full:  # the stop's own entry came first: the server is stopping
                 raise QueueFullError(self.retry_after()) from None
             self._jobs[job.id] = job
             self._forget_old()
-        return job
+        return job, queued
 
     def describe(self, job_id: str) -> dict[str, Any] | None:
         """The JSON form of the job called ``job_id`` (one of this process's, else the journal's),
@@ -185,10 +188,28 @@ class IngestQueue:
             return job.to_dict()
         return self.journal.get(job_id) if self.journal is not None else None
 
+    def recent(self, limit: int, status: JobStatus | None = None) -> list[dict[str, Any]]:
+        """The JSON forms of the newest ``limit`` jobs (of ``status`` only, when given), newest first: the
+        journal's (every server's, over PostgreSQL), with this process's own as they are now (their
+        embedding progress is not journalled); this process's alone without a journal."""
+        with self._lock:
+            mine = {job.id: job.to_dict() for job in self._jobs.values()}
+        if self.journal is None:
+            listed = [body for body in reversed(mine.values()) if status is None or body["status"] == status]
+            return listed[:limit]
+        return [
+            mine[body["id"]] if mine.get(body["id"], {}).get("status") == body["status"] else body
+            for body in self.journal.recent(limit, status)
+        ]
+
     def _save(self, job: Job) -> None:
         """Record ``job`` as it is now in the journal, if there is one."""
+        self._record(job.to_dict())
+
+    def _record(self, body: dict[str, Any]) -> None:
+        """Record a job's JSON form ``body`` in the journal, if there is one."""
         if self.journal is not None:
-            self.journal.save(job.to_dict())
+            self.journal.save(body)
 
     def retry_after(self) -> int:
         """Seconds until a slot is likely free: the mean duration of recent jobs, at least one second."""

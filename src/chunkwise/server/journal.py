@@ -55,6 +55,11 @@ class JobJournal(Protocol):
         running), ``None`` if it was never recorded or is long forgotten."""
         ...
 
+    def recent(self, limit: int, status: str | None = None) -> list[dict[str, Any]]:
+        """The newest ``limit`` recorded jobs (of ``status`` only, when given), newest first; the jobs of
+        a server that is gone read as :meth:`get` reads them. Empty when closed or unreadable."""
+        ...
+
     def close(self) -> None:
         """Stop recording (saves are ignored from now on) and let go of the file or connection."""
         ...
@@ -142,6 +147,22 @@ class SQLiteJobJournal:
                 logger.warning("the jobs journal %s could not be read: %s", self.path, exc)
                 return None
         return None if row is None else dict(json.loads(row[0]))
+
+    def recent(self, limit: int, status: str | None = None) -> list[dict[str, Any]]:
+        """See :meth:`JobJournal.recent`."""
+        with self._lock:
+            if self._db is None:
+                return []
+            try:
+                rows = self._db.execute(
+                    "SELECT body FROM jobs WHERE ?1 IS NULL OR json_extract(body, '$.status') = ?1"
+                    " ORDER BY seq DESC LIMIT ?2",
+                    (status, limit),
+                ).fetchall()
+            except sqlite3.Error as exc:
+                logger.warning("the jobs journal %s could not be read: %s", self.path, exc)
+                return []
+        return [dict(json.loads(text)) for (text,) in rows]
 
     def close(self) -> None:
         """Close the file (saves are ignored from now on)."""

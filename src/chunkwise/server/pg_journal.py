@@ -64,11 +64,7 @@ class PostgresJobJournal:
         except psycopg.Error as exc:
             raise self._unusable(exc) from None
         try:
-            owners = self._conn.execute(
-                f"SELECT DISTINCT owner FROM {self._table} WHERE {_UNFINISHED} AND owner <> %s", (self.owner,)
-            ).fetchall()
-            for (owner,) in owners:
-                self._cancel_if_gone(owner)
+            self._sweep()
         except psycopg.Error as exc:
             self._conn.close()
             raise self._unusable(exc) from None
@@ -105,6 +101,21 @@ class PostgresJobJournal:
 
         return self._call(f"read job {job_id}", read)
 
+    def recent(self, limit: int, status: str | None = None) -> list[dict[str, Any]]:
+        """See :meth:`.journal.JobJournal.recent`: every server's jobs, those of servers that are gone
+        marked first (so that ``status="running"`` lists none of theirs)."""
+
+        def read() -> list[dict[str, Any]]:
+            self._sweep()
+            rows = self._conn.execute(
+                f"SELECT body::text FROM {self._table} WHERE %(status)s::text IS NULL"
+                " OR body->>'status' = %(status)s ORDER BY seq DESC LIMIT %(limit)s",
+                {"status": status, "limit": limit},
+            ).fetchall()
+            return [dict(json.loads(text)) for (text,) in rows]
+
+        return self._call("list the jobs", read) or []
+
     def close(self) -> None:
         """Stop recording and end the session (its lock with it)."""
         with self._lock:
@@ -131,6 +142,14 @@ class PostgresJobJournal:
         sql = f"SELECT owner, body::text FROM {self._table} WHERE id = %s"
         row = self._conn.execute(sql, (job_id,)).fetchone()
         return None if row is None else (str(row[0]), dict(json.loads(row[1])))
+
+    def _sweep(self) -> None:
+        """Mark the unfinished jobs of every server that is gone (:meth:`_cancel_if_gone`)."""
+        owners = self._conn.execute(
+            f"SELECT DISTINCT owner FROM {self._table} WHERE {_UNFINISHED} AND owner <> %s", (self.owner,)
+        ).fetchall()
+        for (owner,) in owners:
+            self._cancel_if_gone(owner)
 
     def _cancel_if_gone(self, owner: str) -> bool:
         """When ``owner``'s lock is free (its server is gone), mark its unfinished jobs ``cancelled``
