@@ -187,3 +187,36 @@ def test_two_servers_over_one_knowledge_base_answer_each_others_jobs(pg_url: str
         assert first.get(f"/v1/jobs/{sent}").json() == done
         assert first.get("/v1/jobs").json() == {"jobs": [done]}  # every server's jobs
         assert first.get("/v1/jobs/job-1-00000000").status_code == 404
+
+
+@pytest.mark.slow
+def test_a_server_killed_mid_job_leaves_its_job_cancelled_for_the_other_server(
+    pg_url: str, data_dir: Path
+) -> None:
+    """Two servers over one knowledge base; the one storing a job is killed with SIGKILL part-way: the
+    other reads the job cancelled, with the files handled before the kill, and the files sent to it
+    again store the rest, each document once."""
+    files = sorted((data_dir / "formats").iterdir())
+    with running_app(create_app(pg_url)) as survivor, httpx.Client(base_url=survivor, timeout=600) as other:
+        with serve_process("--kb", pg_url) as (url, process), httpx.Client(base_url=url, timeout=600) as http:
+            sent = http.post("/v1/documents", files=upload(*files)).json()["id"]
+            while not http.get(f"/v1/jobs/{sent}").json()["events"]:
+                time.sleep(0.05)  # at least one document handled, more on their way
+            assert other.get(f"/v1/jobs/{sent}").json()["status"] == "running"  # its server is alive
+            process.kill()
+            process.wait()
+        deadline = time.monotonic() + PATIENCE_S
+        while (killed := other.get(f"/v1/jobs/{sent}").json())["status"] == "running":
+            assert time.monotonic() < deadline, "the killed server's job still reads running"
+            time.sleep(0.05)  # until the database has ended the killed server's session
+        assert killed["status"] == "cancelled"
+        assert killed["error"] == INTERRUPTED
+        handled = [event["source"] for event in killed["events"]]
+        assert handled
+        again = wait_job(other, other.post("/v1/documents", files=upload(*files)).json()["id"])
+        assert again["status"] == "done"
+        assert len(again["result"]["added"]) + len(again["result"]["skipped"]) == len(files)
+        assert again["result"]["failed"] == []
+    with open_store(pg_url) as store:
+        assert store.check() == []
+        assert store.counts()["documents"] == len(files)
