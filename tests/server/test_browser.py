@@ -173,6 +173,10 @@ def test_documents_view_ingests_an_upload_and_deletes_it(page: Page, data_dir: P
     row = page.locator("#documents tr.document", has_text="accessories.html")
     expect(row).to_have_count(1)
     expect(page.locator("#documents tr.document")).to_have_count(7)
+    job = page.locator("#jobs tr.job").first  # the newest job first, as GET /v1/jobs lists them
+    expect(job).to_contain_text("done")
+    expect(job).to_contain_text("accessories.html")
+    expect(job).to_contain_text("added 1, replaced 0, skipped 0, failed 0")
     page.screenshot(path=str(shots / "documents.png"))
     row.locator("button").click()
     expect(row).to_have_count(0)

@@ -363,6 +363,24 @@ async function loadDocuments() {
     ...docs.map((doc) => el("option", { value: doc.doc_id }, doc.doc_id)));
 }
 
+// What a finished job did, or why it stopped; how far a job in flight is.
+function jobOutcome(job) {
+  const result = job.result;
+  if (result) {
+    return `added ${result.added.length}, replaced ${result.replaced.length}, ` +
+      `skipped ${result.skipped.length}, failed ${result.failed.length}` +
+      result.failed.map((failure) => ` · ${failure.error}`).join("") + ` · ${result.chunks} chunks`;
+  }
+  return job.error ? job.error.message : `${job.done} of ${job.total} files`;
+}
+
+async function loadJobs() {
+  const jobs = (await api("/v1/jobs?limit=20")).jobs;
+  $("#jobs tbody").replaceChildren(...jobs.map((job) => el("tr", { class: "job" },
+    el("td", {}, job.id), el("td", {}, job.status), el("td", {}, job.files.join(", ")),
+    el("td", {}, new Date(job.created * 1000).toLocaleString()), el("td", {}, jobOutcome(job)))));
+}
+
 async function ingest() {
   const files = $("#upload-files").files;
   if (!files.length) throw new Error("choose one or more files first");
@@ -377,13 +395,8 @@ async function ingest() {
     await new Promise((resolve) => setTimeout(resolve, 300));
     job = await api(`/v1/jobs/${job.id}`);
   }
-  const result = job.result;
-  $("#job").textContent = result
-    ? `${job.id}: ${job.status} · added ${result.added.length}, replaced ${result.replaced.length}, ` +
-      `skipped ${result.skipped.length}, failed ${result.failed.length}` +
-      result.failed.map((failure) => ` · ${failure.error}`).join("") + ` · ${result.chunks} chunks`
-    : `${job.id}: ${job.status} · ${job.error.message}`;
-  await loadDocuments();
+  $("#job").textContent = `${job.id}: ${job.status} · ${jobOutcome(job)}`;
+  await Promise.all([loadDocuments(), loadJobs()]);
 }
 
 // --- API view ------------------------------------------------------------------------------------
@@ -440,7 +453,7 @@ function wire() {
     });
   }
   show(location.hash.slice(1) || "chunk");
-  Promise.all([loadChunkers(), loadDocuments()]).catch((error) => setStatus(error.message, false));
+  Promise.all([loadChunkers(), loadDocuments(), loadJobs()]).catch((error) => setStatus(error.message, false));
 }
 
 wire();
