@@ -18,10 +18,11 @@ import httpx
 import pytest
 
 from chunkwise.errors import StoreError
-from chunkwise.server import create_app
+from chunkwise.server import create_app, pg_journal
 from chunkwise.server.journal import INTERRUPTED, SQLiteJobJournal, open_journal
 from chunkwise.server.pg_journal import PostgresJobJournal
 from chunkwise.store import open_store
+from chunkwise.store.pgurl import parse
 from chunkwise.store.postgres import JOBS_LOCK, PostgresStore
 from tests.support.server import PATIENCE_S, running_app, serve_process, upload, wait_job
 
@@ -78,7 +79,7 @@ def test_a_killed_servers_unfinished_jobs_read_cancelled_and_its_finished_ones_s
     """A process records a queued, a running and a finished job, then is killed with SIGKILL. While it
     lives another server reads its jobs as recorded; once it is gone, a server that opens the journal
     marks the unfinished ones (before anyone reads them), and reading them says so."""
-    other = PostgresJobJournal(store, keep=10)
+    other = PostgresJobJournal(store, keep=10, grace=0)
     script = textwrap.dedent(
         f"""
         import time
@@ -106,7 +107,10 @@ def test_a_killed_servers_unfinished_jobs_read_cancelled_and_its_finished_ones_s
         process.wait()
     wait_until_gone(pg_server, store, owner)
     assert rows(pg_server, store)["r"]["status"] == "running"  # nobody has looked yet
-    starting = PostgresJobJournal(store, keep=10)  # a server starting marks them
+    patient = PostgresJobJournal(store, keep=10)  # the default grace: seen a moment ago, not yet marked
+    assert patient.get("r") == {"id": "r", "status": "running", "error": None, "embedding": {"done": 1}}
+    patient.close()
+    starting = PostgresJobJournal(store, keep=10, grace=0)  # a server starting marks them
     recorded = rows(pg_server, store)
     assert recorded["q"] == {"id": "q", "status": "cancelled", "error": INTERRUPTED, "embedding": None}
     assert recorded["r"]["status"] == "cancelled"
@@ -118,31 +122,51 @@ def test_a_killed_servers_unfinished_jobs_read_cancelled_and_its_finished_ones_s
         journal.close()
 
 
-def test_a_lost_connection_frees_the_jobs_and_the_servers_next_write_wins(
+def test_a_lost_connection_frees_the_jobs_until_the_server_connects_again(
     pg_server,  # type: ignore[no-untyped-def]
     store: PostgresStore,
 ) -> None:
-    """The database ends a server's session (a restart, a failover, a proxy): its running job reads
-    cancelled meanwhile (its lock went with the session), and the job's next state, written on a new
-    session that takes the lock again, replaces the mark."""
+    """The database ends a server's session (a restart, a failover, a proxy): once the grace has passed
+    its running job reads cancelled (its lock went with the session); the server's next call connects
+    again, takes its lock again and records its unfinished jobs as they are, and the job's next state
+    replaces them."""
     owner = PostgresJobJournal(store, keep=10)
-    reader = PostgresJobJournal(store, keep=10)
+    reader = PostgresJobJournal(store, keep=10, grace=0)
     owner.save(job("r", "running"))
     with pg_server.admin() as admin:
         admin.execute("SELECT pg_terminate_backend(%s)", (owner._conn.info.backend_pid,))
     wait_until_gone(pg_server, store, owner.owner)
-    assert reader.get("r") == {
-        **job("r", "running"),
-        "status": "cancelled",
-        "error": INTERRUPTED,
-        "embedding": None,
-    }
+    assert reader.get("r") == {**job("r", "cancelled"), "error": INTERRUPTED, "embedding": None}
+    owner.save(job("s", "running"))  # connects again
+    assert reader.get("r") == job("r", "running")  # recorded again as it is
+    assert reader.get("s") == job("s", "running")  # the lock is held again: alive
     owner.save(job("r", "done"))
     assert reader.get("r") == job("r", "done")
-    owner.save(job("s", "running"))
-    assert reader.get("s") == job("s", "running")  # the lock is held again: alive
     for journal in (owner, reader):
         journal.close()
+
+
+def test_a_live_servers_unfinished_jobs_are_marked_seen_while_they_wait(
+    pg_server,  # type: ignore[no-untyped-def]
+    store: PostgresStore,
+) -> None:
+    """The heartbeat marks a server's queued and running jobs seen again and again (so that a server
+    that lost its connection a moment ago is not taken for gone), and leaves finished ones alone."""
+    journal = PostgresJobJournal(store, keep=10, heartbeat=0.05)
+    journal.save(job("q", "queued"))
+    journal.save(job("d", "done"))
+
+    def seen() -> dict[str, Any]:
+        with pg_server.admin() as admin:
+            return dict(admin.execute(f"SELECT id, seen FROM {store.schema}.jobs").fetchall())
+
+    first = seen()
+    deadline = time.monotonic() + PATIENCE_S
+    while (now := seen())["q"] == first["q"]:
+        assert time.monotonic() < deadline, "the queued job was never marked seen again"
+        time.sleep(0.05)
+    assert now["d"] == first["d"]
+    journal.close()
 
 
 def test_a_job_is_written_by_its_own_server_only_and_the_newest_are_kept(store: PostgresStore) -> None:
@@ -154,7 +178,7 @@ def test_a_job_is_written_by_its_own_server_only_and_the_newest_are_kept(store: 
     for n in range(4):
         (first if n % 2 else second).save(job(f"job-{n}", "done"))
     assert [first.get(f"job-{n}") is not None for n in range(4)] == [False, True, True, True]
-    assert first.get("same") is None
+    assert first.get("same") == job("same", "running")  # only finished jobs are trimmed
     first.close()
     first.save(job("late", "done"))  # closed: ignored
     assert first.get("job-3") is None
@@ -191,11 +215,12 @@ def test_two_servers_over_one_knowledge_base_answer_each_others_jobs(pg_url: str
 
 @pytest.mark.slow
 def test_a_server_killed_mid_job_leaves_its_job_cancelled_for_the_other_server(
-    pg_url: str, data_dir: Path
+    pg_url: str, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Two servers over one knowledge base; the one storing a job is killed with SIGKILL part-way: the
-    other reads the job cancelled, with the files handled before the kill, and the files sent to it
-    again store the rest, each document once."""
+    other reads the job cancelled once the grace has passed (none here), with the files handled before
+    the kill, and the files sent to it again store the rest, each document once."""
+    monkeypatch.setattr(pg_journal, "GRACE_S", 0.0)
     files = sorted((data_dir / "formats").iterdir())
     with running_app(create_app(pg_url)) as survivor, httpx.Client(base_url=survivor, timeout=600) as other:
         with serve_process("--kb", pg_url) as (url, process), httpx.Client(base_url=url, timeout=600) as http:
@@ -220,3 +245,37 @@ def test_a_server_killed_mid_job_leaves_its_job_cancelled_for_the_other_server(
     with open_store(pg_url) as store:
         assert store.check() == []
         assert store.counts()["documents"] == len(files)
+
+
+def test_a_role_that_may_only_read_and_write_rows_runs_a_server_and_an_outage_is_an_error(
+    pg_server,  # type: ignore[no-untyped-def]
+    pg_url: str,
+    store: PostgresStore,
+) -> None:
+    """Once the table exists, a server needs no right to create in the schema, nor the setup lock that
+    a re-embedding holds for its whole run; and a journal that cannot reach the database answers a
+    :class:`StoreError` (a 503), never "no such job"."""
+    PostgresJobJournal(store, keep=10).close()  # the table, made by a role that may
+    schema = parse(pg_url).schema
+    role = f"dml_{schema}"[:60]
+    with pg_server.admin() as admin:
+        admin.execute(f'CREATE ROLE "{role}" LOGIN')
+        admin.execute(f'GRANT USAGE ON SCHEMA "{schema}" TO "{role}"')
+        admin.execute(f'GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA "{schema}" TO "{role}"')
+    with pg_server.admin() as holder, open_store(pg_server.url(schema, user=role)) as limited:
+        assert isinstance(limited, PostgresStore)
+        holder.execute("BEGIN")
+        holder.execute("SELECT pg_advisory_xact_lock(%s, 0)", (0x63770001,))  # as a re-embedding holds it
+        journal = PostgresJobJournal(limited, keep=10)
+        holder.execute("ROLLBACK")
+        journal.save(job("r", "running"))
+        assert journal.get("r") == job("r", "running")
+        with pg_server.admin() as admin:
+            admin.execute(f'ALTER ROLE "{role}" NOLOGIN')
+            admin.execute("SELECT pg_terminate_backend(%s)", (journal._conn.info.backend_pid,))
+        with pytest.raises(StoreError, match="not permitted to log in"):
+            journal.get("r")
+        with pytest.raises(StoreError, match="not permitted to log in"):
+            journal.recent(10)
+        journal.save(job("r", "done"))  # logged, not raised: the ingest goes on
+        journal.close()

@@ -128,6 +128,7 @@ class IngestQueue:
         self._queue: queue.Queue[Job | None] = queue.Queue(maxsize=size)
         self._jobs: OrderedDict[str, Job] = OrderedDict()
         self._lock = threading.Lock()
+        self._submitting = threading.Lock()
         self._stopping = threading.Event()
         self._durations: deque[float] = deque(maxlen=20)
         self._counter = itertools.count(1)
@@ -165,9 +166,11 @@ class IngestQueue:
         """Queue ``files`` (``(name, content)`` pairs) as one job; :class:`QueueFullError` when full. The
         job, and its JSON form as queued: what its sender is answered, since the thread that feeds the
         writer may have started it by the time the sender reads it."""
-        job = Job(f"job-{next(self._counter)}-{secrets.token_hex(4)}", files)
+        job = Job(f"job-{next(self._counter)}-{secrets.token_hex(8)}", files)
         queued = job.to_dict()
-        with self._lock:  # only this puts into the queue: a queue not full now takes the job below
+        # Only this puts into the queue, one submission at a time: a queue not full now takes the job
+        # below. Readers of the jobs (``_lock``) do not wait for the journal's write meanwhile.
+        with self._submitting:
             if self._queue.full():
                 raise QueueFullError(self.retry_after())
             self._record(queued)  # before the thread can take the job and record it running
@@ -175,8 +178,9 @@ class IngestQueue:
                 self._queue.put_nowait(job)
             except queue.Full:  # the stop's own entry came first: the server is stopping
                 raise QueueFullError(self.retry_after()) from None
-            self._jobs[job.id] = job
-            self._forget_old()
+            with self._lock:
+                self._jobs[job.id] = job
+                self._forget_old()
         return job, queued
 
     def describe(self, job_id: str) -> dict[str, Any] | None:

@@ -52,12 +52,14 @@ class JobJournal(Protocol):
 
     def get(self, job_id: str) -> dict[str, Any] | None:
         """The recorded form of ``job_id`` (``cancelled`` if its server is gone and left it queued or
-        running), ``None`` if it was never recorded or is long forgotten."""
+        running), ``None`` if it was never recorded or is long forgotten (or the journal is closed).
+        :class:`StoreError` when the journal cannot be read: a job it holds is not answered unknown."""
         ...
 
     def recent(self, limit: int, status: str | None = None) -> list[dict[str, Any]]:
         """The newest ``limit`` recorded jobs (of ``status`` only, when given), newest first; the jobs of
-        a server that is gone read as :meth:`get` reads them. Empty when closed or unreadable."""
+        a server that is gone read as :meth:`get` reads them. Empty once closed; :class:`StoreError` when
+        the journal cannot be read."""
         ...
 
     def close(self) -> None:
@@ -144,8 +146,7 @@ class SQLiteJobJournal:
             try:
                 row = self._db.execute("SELECT body FROM jobs WHERE id = ?", (job_id,)).fetchone()
             except sqlite3.Error as exc:
-                logger.warning("the jobs journal %s could not be read: %s", self.path, exc)
-                return None
+                raise self._unreadable(exc) from None
         return None if row is None else dict(json.loads(row[0]))
 
     def recent(self, limit: int, status: str | None = None) -> list[dict[str, Any]]:
@@ -160,9 +161,12 @@ class SQLiteJobJournal:
                     (status, limit),
                 ).fetchall()
             except sqlite3.Error as exc:
-                logger.warning("the jobs journal %s could not be read: %s", self.path, exc)
-                return []
+                raise self._unreadable(exc) from None
         return [dict(json.loads(text)) for (text,) in rows]
+
+    def _unreadable(self, exc: sqlite3.Error) -> StoreError:
+        """The error of a read that failed."""
+        return StoreError(str(self.path), f"the jobs journal cannot be read: {exc}")
 
     def close(self) -> None:
         """Close the file (saves are ignored from now on)."""

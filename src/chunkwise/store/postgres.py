@@ -398,16 +398,19 @@ class PostgresStore:
             return StoreAuthError(self.location, f"the server refused the credentials: {message}")
         return StoreUnavailableError(self.location, f"cannot reach the database: {message}")
 
-    def _connect(self) -> Any:
-        """One connection outside the pool, for opening the store (errors classified). libpq refuses a
+    def _connect(self, **options: int) -> Any:
+        """One connection outside the pool (libpq ``options`` added), for opening the store (errors
+        classified). libpq refuses a
         URL it cannot read (a bad ``%`` escape, a parameter without a value) with a ``ProgrammingError``
         that quotes the offending text, password included: it is a :class:`StoreURLError`, scrubbed
         like every other failure. So is text psycopg cannot pass on (a ``%`` escape of bytes that are
         not UTF-8, a host name that is not valid IDNA), its error text not shown: it quotes that text."""
         import psycopg
+        from psycopg.conninfo import make_conninfo
 
         try:
-            return psycopg.connect(self._where.conninfo, connect_timeout=10)
+            conninfo = make_conninfo(self._where.conninfo, **options) if options else self._where.conninfo
+            return psycopg.connect(conninfo, connect_timeout=10)
         except psycopg.ProgrammingError as exc:
             reason = _one_line(str(exc), self._where)
             raise StoreURLError(self.location, f"libpq cannot read the URL ({reason})") from None
@@ -422,10 +425,14 @@ class PostgresStore:
         """The knowledge base's schema, quoted for SQL (``"name"``)."""
         return self._s
 
-    def ensure(self, ddl: str) -> None:
-        """Run the ``;``-separated, idempotent DDL ``ddl`` (``{s}`` standing for the schema) in one
-        transaction under the setup lock, so that processes opening the store at once do not race to
-        create the same objects (``IF NOT EXISTS`` alone does not stop two creations of one table)."""
+    def ensure(self, table: str, ddl: str) -> None:
+        """Create ``table`` of the schema with the ``;``-separated, idempotent DDL ``ddl`` (``{s}``
+        standing for the schema) unless it exists: in one transaction under the setup lock, so that
+        processes opening the store at once do not race to create it (``IF NOT EXISTS`` alone does not
+        stop two creations of one table). A table that exists needs neither the lock (which a
+        re-embedding holds for its whole run) nor the right to create in the schema."""
+        if self._rows("SELECT to_regclass(%s) IS NOT NULL", (f"{self._s}.{table}",))[0][0]:
+            return
         self._writable()
         with self._conn() as conn, conn.transaction():
             conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (_SETUP_LOCK,))
@@ -433,9 +440,10 @@ class PostgresStore:
 
     def session(self) -> Any:
         """A psycopg connection of its own, outside the pool, in autocommit mode, failures typed as on
-        opening: for what must hold a session (a session-level advisory lock) for a long time. The
-        caller closes it."""
-        conn = self._connect()
+        opening: for what must hold a session (a session-level advisory lock) for a long time. TCP
+        keepalives are on, so that a peer lost without a word (a half-open connection) is noticed in
+        about a minute rather than hours. The caller closes it."""
+        conn = self._connect(keepalives=1, keepalives_idle=30, keepalives_interval=10, keepalives_count=3)
         conn.autocommit = True
         return conn
 
