@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from chunkwise.store import StoreSettings
+from chunkwise.store import StoreSettings, dense
 from chunkwise.store.dense import CHANGED, GRAPH, STAMP, UPDATE_SHARE
 from chunkwise.store.protocol import Reembedded
 from chunkwise.store.sqlite import SQLiteStore
@@ -23,6 +23,13 @@ from tests.support.documents import doc_from_markdown_lines
 from tests.support.store import put, requires_usearch, restore, unit_vectors
 
 pytestmark = requires_usearch
+
+
+@pytest.fixture(autouse=True)
+def update_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """No chunk left pending beside a graph (``tests/test_hnsw_pending.py`` covers them): every write is
+    followed by the update of the graph that these tests are about, in this store object too."""
+    monkeypatch.setattr(dense, "PENDING_LIMIT", 0)
 
 #: Chunks per document, documents in the store at first, and the threshold that searches it through
 #: its graph (with its windows read from the database).

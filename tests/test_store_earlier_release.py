@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 
 from chunkwise.ingest.copy import copy_store
-from chunkwise.store import StoreSettings, lexical, open_store
+from chunkwise.store import StoreSettings, dense, lexical, open_store
 from chunkwise.store.dense import CHANGED, STAMP
 from chunkwise.store.sidecar import read_stamp
 from chunkwise.store.sqlite import DB_NAME, SQLiteStore
@@ -92,10 +92,11 @@ def test_a_read_only_store_of_an_earlier_release_builds_its_graph_in_memory(tmp_
 
 
 @requires_usearch
-def test_a_store_of_an_earlier_release_opened_for_writing_gets_generation_tokens(tmp_path):
+def test_a_store_of_an_earlier_release_opened_for_writing_gets_generation_tokens(tmp_path, monkeypatch):
     """Opened for writing, the store gets what it lacks; its current generation has no token (no write
     drew one), so a graph saved for it is built whole after the next write, and the write after that
-    brings the graph up to date."""
+    brings the graph up to date (at once: no chunk left pending beside the graph in this store object)."""
+    monkeypatch.setattr(dense, "PENDING_LIMIT", 0)
     made_earlier(tmp_path)
     settings = StoreSettings(hnsw_threshold=THRESHOLD)
     with SQLiteStore(tmp_path, settings) as store:

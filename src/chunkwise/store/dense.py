@@ -13,7 +13,10 @@ given, and the changes since the graph was last built whole stay below :data:`UP
 recall@10 against the exact search is measured in the tests and in ``bench/pipeline_latency.py``
 (``bench/hnsw_update.py`` for a graph brought up to date). A graph may leave a few nodes that no search
 reaches (:func:`strays`): they are found after each build or update, recorded in the stamp and scored
-exactly beside every search's hits. With passage
+exactly beside every search's hits. A process that holds a graph in memory does not update it after a
+write that only adds chunks: the added chunks are scored exactly beside its hits, as its strays are,
+until :data:`PENDING_LIMIT` are pending (:meth:`DenseIndex.follow`), so that the first search after
+each small write does not pay for an update and a search of every node. With passage
 windows the graph of the chunks' vectors proposes candidates that are scored exactly by their windows
 (see :meth:`DenseIndex.search`). Those windows (about eight 1.5 KB vectors per 2,000-character chunk) are
 the bulk of the vectors, so a store above the threshold leaves them where they are stored and hands a
@@ -26,7 +29,7 @@ from __future__ import annotations
 import importlib.util
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -97,6 +100,10 @@ STRAY_BLOCK = 16384
 #: How deep the second pass of :func:`strays` looks for a node among the hits of its own vector: deeper
 #: than 1, so that one of two chunks of the same vector is not a stray for ranking second.
 STRAY_DEPTH = 10
+#: The most chunks added since a process loaded or built its HNSW graph that its searches score exactly
+#: beside the graph's hits (:meth:`DenseIndex.follow`) before the graph is brought up to date (their
+#: vectors' product with a query is under a millisecond at 4,096 × 384).
+PENDING_LIMIT = 4096
 
 
 def _no_keys() -> Keys:
@@ -162,11 +169,24 @@ def top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
 class Graph:
     """An HNSW graph (usearch's ``Index``) with its ``strays`` (sorted keys of the nodes no search of it
     reaches, :func:`strays`) and the vectors it holds for them, row by row: one value, so that a
-    search never pairs a graph with another's strays."""
+    search never pairs a graph with another's strays. ``pending``: the sorted keys of chunks added to
+    the store since this process loaded or built the graph, which the graph does not hold: they are
+    among ``strays`` (with their graph vectors), scored exactly beside its hits (:meth:`extended`)."""
 
     index: Any
     strays: Keys
     stray_vectors: Vectors
+    pending: Keys = field(default_factory=_no_keys)
+
+    def extended(self, added: Keys, vectors: Vectors) -> Graph:
+        """This graph with the chunks ``added`` to the store since (keys the graph does not hold, and
+        the vectors :meth:`DenseIndex.graph_vectors` gives them) scored exactly beside its hits, as its
+        strays are: nothing is inserted into the graph and no node searched for, so the first search
+        after a small write costs what any other does (see :meth:`DenseIndex.follow`)."""
+        keys = np.concatenate([self.strays, added])
+        order = np.argsort(keys, kind="stable")
+        merged = np.concatenate([self.stray_vectors, vectors.astype(np.float32)])
+        return Graph(self.index, keys[order], merged[order], np.union1d(self.pending, added))
 
     def nearest_strays(self, vector: Vectors, breadth: int) -> Keys:
         """The strays, or when there are more than ``breadth`` the ``breadth`` nearest to ``vector`` by
@@ -230,6 +250,7 @@ class DenseIndex:
         self._lineage = lineage
         self._graph: Graph | None = None
         self._graph_lock = threading.Lock()
+        self._followed: tuple[Graph, int] | None = None  # an earlier generation's graph, and its size
 
     def __len__(self) -> int:
         return int(self.keys.size)
@@ -348,19 +369,55 @@ class DenseIndex:
         return vectors
 
     def graph(self) -> Any:
-        """The HNSW graph (see :meth:`_loaded`)."""
+        """The HNSW graph (see :meth:`_loaded`); it does not hold the :meth:`pending` chunks."""
         return self._loaded().index
+
+    def pending(self) -> Keys:
+        """The sorted keys of the chunks the HNSW graph does not hold because they were added after this
+        process loaded or built it (:meth:`follow`): searches score them exactly."""
+        return self._loaded().pending
+
+    def follow(self, earlier: DenseIndex) -> None:
+        """Search with the HNSW graph of ``earlier``, the index of an earlier generation of the same store,
+        when this one only adds chunks to it (``earlier``'s keys, vectors and passage windows as they
+        were, which the caller vouches for: no vector removed since; the keys are checked) and
+        ``earlier`` has its graph in memory: the chunks added since are scored exactly beside the
+        graph's hits (:meth:`Graph.extended`) instead of being inserted into it and every node searched
+        for strays, seconds at 100k chunks, in the first search after each write. Once more than
+        :data:`PENDING_LIMIT` chunks are pending, the graph is brought up to date as usual
+        (:meth:`_load_or_build`)."""
+        graph, held = earlier._graph, len(earlier)
+        if (
+            graph is not None
+            and earlier.has_windows == self.has_windows
+            and held <= len(self)
+            and np.array_equal(self.keys[:held], earlier.keys)
+        ):
+            self._followed = (graph, held)
 
     def _loaded(self) -> Graph:
         """The HNSW graph with its strays, loaded or built once (one thread at a time: another waits for
-        it rather than build it again)."""
+        it rather than build it again), or the graph of an earlier generation extended with the chunks
+        added since (:meth:`follow`)."""
         loaded = self._graph
         if loaded is None:
             with self._graph_lock:
                 loaded = self._graph
                 if loaded is None:
-                    loaded = self._graph = self._load_or_build()
+                    loaded = self._graph = self._followed_graph() or self._load_or_build()
+                    self._followed = None
         return loaded
+
+    def _followed_graph(self) -> Graph | None:
+        """The graph of the earlier generation this index follows, extended with the chunks added since
+        (:meth:`follow`); ``None`` when it follows none, or past :data:`PENDING_LIMIT` pending chunks."""
+        if self._followed is None:
+            return None
+        graph, held = self._followed
+        added = self.keys[held:]
+        if graph.pending.size + added.size > PENDING_LIMIT:
+            return None
+        return graph.extended(added, self.graph_vectors(added)) if added.size else graph
 
     def _load_or_build(self) -> Graph:
         """The saved graph when its stamp says it is this generation's (its token too) and intact (the

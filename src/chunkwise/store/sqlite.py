@@ -66,6 +66,7 @@ from chunkwise.store.protocol import (
     substring_bounds,
     with_vectors,
 )
+from chunkwise.store.row_buffer import RowBuffer
 from chunkwise.store.schema import recorded_version, upgrade
 from chunkwise.store.sidecar import Keys, stamp_state
 from chunkwise.store.sqlite_files import check_usable, damage, shm_path, wal_frames, wal_path
@@ -160,6 +161,11 @@ class SQLiteStore:
         self._lock = threading.RLock()
         self._dense: DenseIndex | None = None
         self._dense_removals: str | None = None
+        # the dense index's arrays, grown in place as chunks are added (keys, vectors, windows' owners
+        # and vectors)
+        self._grown: dict[str, RowBuffer[Any]] = {
+            part: RowBuffer() for part in ("keys", "matrix", "owners", "windows")
+        }
         self._lexical: LexicalIndex | None = None
         self._open_directory()
         check_usable(self.path, self.location)
@@ -791,8 +797,10 @@ class SQLiteStore:
     def dense_index(self) -> DenseIndex:
         """The vectors (and passage windows) of the current generation, brought up to date when any
         process has written since: only the rows of chunks added since are read while no vector was
-        removed, every row otherwise. At or above ``hnsw_threshold`` chunks the windows are not held:
-        the index reads them from the database when a search needs them (:meth:`_window_reader`)."""
+        removed (and the HNSW graph in memory, if any, serves on, the added chunks scored exactly beside
+        its hits: :meth:`.DenseIndex.follow`), every row otherwise. At or above ``hnsw_threshold``
+        chunks the windows are not held: the index reads them from the database when a search needs them
+        (:meth:`_window_reader`)."""
         if self._dense is not None and self._dense.generation == self.generation():
             return self._dense
         with self._lock, self._snapshot():
@@ -805,8 +813,10 @@ class SQLiteStore:
             keys, matrix = self._vector_rows(
                 self._rows(f"SELECT chunk_key, vector FROM vectors{since} ORDER BY chunk_key", after)
             )
-            if old is not None:
-                keys, matrix = np.concatenate([old.keys, keys]), np.concatenate([old.matrix, matrix])
+            # into buffers with room to spare, so that the next generation's new rows are written
+            # after these without copying them (a full read is copied into a new buffer once)
+            keys = self._grown["keys"].extend(old.keys if old is not None else keys[:0], keys)
+            matrix = self._grown["matrix"].extend(old.matrix if old is not None else matrix[:0], matrix)
             parts = self._installed()
             complete = "windows" in parts  # a store of an earlier release opened read-only has none
             on_disk = complete and self._graph_searched(len(keys))
@@ -820,9 +830,11 @@ class SQLiteStore:
                         after if held else (),
                     )
                 )
-                if held and old is not None:
-                    owners = np.concatenate([old.owners, owners])
-                    window_matrix = np.concatenate([old.windows, window_matrix])
+                before = (
+                    (old.owners, old.windows) if held and old is not None else (owners[:0], window_matrix[:0])
+                )
+                owners = self._grown["owners"].extend(before[0], owners)
+                window_matrix = self._grown["windows"].extend(before[1], window_matrix)
                 orphans = int(np.count_nonzero(~np.isin(owners, keys)))
             elif on_disk:
                 orphans = self._rows(
@@ -849,6 +861,8 @@ class SQLiteStore:
                 token=token,
                 lineage=self._lineage(generation, token) if token else None,
             )
+            if old is not None:  # only chunks added since: its graph serves, the new ones scored exactly
+                self._dense.follow(old)
             self._dense_removals = removals
         return self._dense
 
