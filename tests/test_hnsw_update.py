@@ -31,6 +31,7 @@ def update_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
     followed by the update of the graph that these tests are about, in this store object too."""
     monkeypatch.setattr(dense, "PENDING_LIMIT", 0)
 
+
 #: Chunks per document, documents in the store at first, and the threshold that searches it through
 #: its graph (with its windows read from the database).
 CHUNKS, DOCUMENTS, THRESHOLD = 100, 20, 500
