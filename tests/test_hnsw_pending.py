@@ -120,3 +120,47 @@ def test_any_writes_leave_every_chunk_in_the_graph_or_pending(tmp_path_factory, 
                 assert not held & pending
                 if adds:
                     assert_found_by_their_own_vectors(store, index.keys[-5:].tolist())
+
+
+def test_an_index_never_searched_passes_the_graph_on(tmp_path):
+    """An index built for another reason than a search (which method a search will use, say) follows
+    the graph too, and passes it on to the next generation's."""
+    with filled(tmp_path) as store:
+        graph = store.dense_index().graph()
+        add(store, DOCUMENTS)
+        assert store.dense_method() == "hnsw"  # builds this generation's index, not its graph
+        add(store, DOCUMENTS + 1)
+        search(store)
+        index = store.dense_index()
+        assert index.graph() is graph
+        assert index.pending().tolist() == index.keys[-2 * CHUNKS :].tolist()
+
+
+def test_removing_pending_chunks_brings_the_saved_graph_up_to_date_without_a_whole_build(tmp_path):
+    """The saved graph never held the pending chunks: their removal is not taken for a vector removed
+    behind its back (which would build the graph whole)."""
+    with filled(tmp_path) as store:
+        add(store, DOCUMENTS)
+        add(store, DOCUMENTS + 1)
+        search(store)
+        assert store.dense_index().pending().size == 2 * CHUNKS
+        store.delete(f"doc{DOCUMENTS}.md")
+        search(store)
+        index = store.dense_index()
+        assert index.pending().size == 0
+        assert sorted(np.asarray(index.graph().keys).tolist()) == index.keys.tolist()
+        assert changed(tmp_path) == CHUNKS  # updated with the other document (0: built whole)
+        assert_found_by_their_own_vectors(store, index.keys[-5:].tolist())
+
+
+def test_windows_held_in_memory_are_let_go_once_they_are_read_from_the_database(tmp_path):
+    with SQLiteStore(tmp_path, StoreSettings(hnsw_threshold=DOCUMENTS * CHUNKS + CHUNKS)) as store:
+        for i in range(DOCUMENTS):
+            add(store, i, windowed=True)
+        store.dense(unit_vectors(1, seed=1)[0], 5)
+        assert not store.dense_index().windows_on_disk
+        add(store, DOCUMENTS, windowed=True)  # past the threshold: windows read from the database
+        search(store)
+        assert store.dense_index().windows_on_disk
+        assert store._grown["windows"]._buffer is None
+        assert store._grown["owners"]._buffer is None

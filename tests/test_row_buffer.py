@@ -42,3 +42,16 @@ def test_growing_the_latest_array_writes_in_place_until_the_room_is_used():
     assert not np.shares_memory(second, full)
     np.testing.assert_array_equal(full, np.arange(30 + HEADROOM))
     np.testing.assert_array_equal(second, np.arange(30))
+
+
+def test_an_array_that_is_not_the_latest_handed_out_is_copied_not_grown():
+    """A reordered view of the buffer, or a copy, is never taken for the latest array: the result is
+    still the concatenation; and rows of a wider type keep their type."""
+    grown: RowBuffer[np.int64] = RowBuffer()
+    latest = grown.extend(np.arange(0), np.arange(5))
+    np.testing.assert_array_equal(grown.extend(latest[::-1], np.array([9])), [4, 3, 2, 1, 0, 9])
+    wide: RowBuffer[np.floating] = RowBuffer()
+    held = np.array([0.1, 0.2], dtype=np.float64)
+    result = wide.extend(held, np.array([0.5], dtype=np.float32))
+    assert result.dtype == np.float64
+    np.testing.assert_array_equal(result[:2], held)

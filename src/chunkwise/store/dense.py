@@ -169,13 +169,15 @@ def top_k(scores: npt.NDArray[np.float32], k: int) -> npt.NDArray[np.intp]:
 class Graph:
     """An HNSW graph (usearch's ``Index``) with its ``strays`` (sorted keys of the nodes no search of it
     reaches, :func:`strays`) and the vectors it holds for them, row by row: one value, so that a
-    search never pairs a graph with another's strays. ``pending``: the sorted keys of chunks added to
-    the store since this process loaded or built the graph, which the graph does not hold: they are
-    among ``strays`` (with their graph vectors), scored exactly beside its hits (:meth:`extended`)."""
+    search never pairs a graph with another's strays. ``generation``: the store generation it was loaded
+    or built for (its saved stamp's). ``pending``: the sorted keys of chunks added to the store since,
+    which the graph does not hold: they are among ``strays`` (with their graph vectors), scored exactly
+    beside its hits (:meth:`extended`)."""
 
     index: Any
     strays: Keys
     stray_vectors: Vectors
+    generation: int
     pending: Keys = field(default_factory=_no_keys)
 
     def extended(self, added: Keys, vectors: Vectors) -> Graph:
@@ -186,7 +188,7 @@ class Graph:
         keys = np.concatenate([self.strays, added])
         order = np.argsort(keys, kind="stable")
         merged = np.concatenate([self.stray_vectors, vectors.astype(np.float32)])
-        return Graph(self.index, keys[order], merged[order], np.union1d(self.pending, added))
+        return Graph(self.index, keys[order], merged[order], self.generation, np.union1d(self.pending, added))
 
     def nearest_strays(self, vector: Vectors, breadth: int) -> Keys:
         """The strays, or when there are more than ``breadth`` the ``breadth`` nearest to ``vector`` by
@@ -251,6 +253,8 @@ class DenseIndex:
         self._graph: Graph | None = None
         self._graph_lock = threading.Lock()
         self._followed: tuple[Graph, int] | None = None  # an earlier generation's graph, and its size
+        # the keys of an earlier generation whose graph (of the generation given) had chunks pending
+        self._since_graph: tuple[int, Keys] | None = None
 
     def __len__(self) -> int:
         return int(self.keys.size)
@@ -386,14 +390,27 @@ class DenseIndex:
         for strays, seconds at 100k chunks, in the first search after each write. Once more than
         :data:`PENDING_LIMIT` chunks are pending, the graph is brought up to date as usual
         (:meth:`_load_or_build`)."""
-        graph, held = earlier._graph, len(earlier)
+        followed = earlier._followed  # read first: loading the graph sets it and clears this
+        graph = earlier._graph
+        base = (graph, len(earlier)) if graph is not None else followed  # never searched: what it follows
         if (
-            graph is not None
+            base is not None
             and earlier.has_windows == self.has_windows
-            and held <= len(self)
-            and np.array_equal(self.keys[:held], earlier.keys)
+            and len(earlier) <= len(self)
+            and np.array_equal(self.keys[: len(earlier)], earlier.keys)
         ):
-            self._followed = (graph, held)
+            self._followed = base
+
+    def succeed(self, earlier: DenseIndex) -> None:
+        """Take note of ``earlier``, the index of an earlier generation of the same store that this one
+        cannot follow (a vector was removed since): when ``earlier`` searched with a graph with chunks
+        pending, those chunks were never in the saved graph, and their removal since must not count
+        against bringing the saved graph up to date (:meth:`_updated`), or removing a document just
+        added would build the graph whole."""
+        followed = earlier._followed
+        graph = earlier._graph if earlier._graph is not None else (followed[0] if followed else None)
+        if graph is not None and (graph.pending.size or (followed is not None and earlier._graph is None)):
+            self._since_graph = (graph.generation, earlier.keys)
 
     def _loaded(self) -> Graph:
         """The HNSW graph with its strays, loaded or built once (one thread at a time: another waits for
@@ -476,7 +493,7 @@ class DenseIndex:
                 token=self.token,
             )
         vectors = np.vstack(index.get(known)).astype(np.float32) if known.size else _no_rows(self.matrix)
-        return Graph(index, known, vectors)
+        return Graph(index, known, vectors, self.generation)
 
     def _new_graph(self) -> Any:
         """An empty HNSW graph for this index's vectors."""
@@ -533,7 +550,12 @@ class DenseIndex:
         removed = np.setdiff1d(held, self.keys, assume_unique=True)
         added = np.setdiff1d(self.keys, held, assume_unique=True)
         changed = recorded.counts.get(CHANGED, 0) + removed.size + added.size
-        if self.removals - before != removed.size or changed > UPDATE_SHARE * len(self):
+        # the vectors removed since the graph's generation: the keys it held that the store lost, and
+        # those of chunks pending beside it in this process, which it never held (:meth:`succeed`)
+        expected = removed.size
+        if self._since_graph is not None and self._since_graph[0] == recorded.generation:
+            expected = np.setdiff1d(self._since_graph[1], self.keys, assume_unique=True).size
+        if self.removals - before != expected or changed > UPDATE_SHARE * len(self):
             return None
         if removed.size:
             index.remove(removed)

@@ -28,7 +28,7 @@ class RowBuffer(Generic[S]):
 
     def __init__(self) -> None:
         self._buffer: npt.NDArray[S] | None = None
-        self._used = 0
+        self._last: npt.NDArray[S] | None = None  # the latest array handed out
 
     def extend(self, held: npt.NDArray[S], more: npt.NDArray[S]) -> npt.NDArray[S]:
         """``held`` followed by ``more`` (along the first axis). Written in place after ``held`` when
@@ -37,19 +37,19 @@ class RowBuffer(Generic[S]):
         size = len(held) + len(more)
         buffer = self._buffer
         if buffer is None or not self._fits(buffer, held, more, size):
-            buffer = np.empty((size + max(HEADROOM, size // 4), *more.shape[1:]), dtype=more.dtype)
+            shape = (size + max(HEADROOM, size // 4), *more.shape[1:])
+            buffer = np.empty(shape, dtype=np.result_type(held, more))
             buffer[: len(held)] = held
             self._buffer = buffer
         buffer[len(held) : size] = more
-        self._used = size
-        return buffer[:size]
+        self._last = buffer[:size]
+        return self._last
 
     def _fits(self, buffer: npt.NDArray[S], held: npt.NDArray[S], more: npt.NDArray[S], size: int) -> bool:
         """Whether ``more`` can be written in place after ``held``: ``held`` is the latest array handed
-        out, of this buffer's rows, and ``size`` rows of ``more``'s kind fit."""
+        out (not a copy, a reordering or an earlier one), and ``size`` rows of ``more``'s kind fit."""
         return (
-            held.base is buffer
-            and len(held) == self._used
+            held is self._last
             and size <= len(buffer)
             and buffer.dtype == more.dtype
             and buffer.shape[1:] == more.shape[1:]

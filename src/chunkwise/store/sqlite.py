@@ -718,6 +718,7 @@ class SQLiteStore:
         self._db = self._connect()
         self._dense = self._lexical = None
         self._dense_removals = None
+        self._grown = {part: RowBuffer() for part in self._grown}
 
     def _rebuild_sidecars(self) -> list[str]:
         """Delete the sidecar indexes and build again those the store's size calls for."""
@@ -805,7 +806,7 @@ class SQLiteStore:
             return self._dense
         with self._lock, self._snapshot():
             removals, generation = self.meta("removals"), self.generation()
-            old = self._dense
+            old = previous = self._dense
             if old is None or not len(old) or removals is None or removals != self._dense_removals:
                 old = None  # every row is read again
             after: tuple[int, ...] = () if old is None else (int(old.keys[-1]),)
@@ -821,6 +822,8 @@ class SQLiteStore:
             complete = "windows" in parts  # a store of an earlier release opened read-only has none
             on_disk = complete and self._graph_searched(len(keys))
             owners, window_matrix = self._vector_rows([])
+            if not complete or on_disk:  # no window held in memory: their buffers go
+                self._grown["owners"], self._grown["windows"] = RowBuffer(), RowBuffer()
             orphans = 0
             if complete and not on_disk:
                 held = old is not None and not old.windows_on_disk  # the old index's windows, and those since
@@ -863,6 +866,8 @@ class SQLiteStore:
             )
             if old is not None:  # only chunks added since: its graph serves, the new ones scored exactly
                 self._dense.follow(old)
+            elif previous is not None:
+                self._dense.succeed(previous)
             self._dense_removals = removals
         return self._dense
 
