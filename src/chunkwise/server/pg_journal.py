@@ -10,9 +10,9 @@ server that is alive must never be. Each server is an *owner* (a random id recor
 
 - it holds a session-level advisory lock on its id for its lifetime, on a connection of its own, which
   PostgreSQL releases when that session ends, however the server ended;
-- a thread of its own marks its unfinished jobs *seen* every :data:`HEARTBEAT_S` seconds, and after a
-  lost connection (a database restart, a failover) connects again, takes its lock again and records
-  its unfinished jobs as they are.
+- a thread of its own records its unfinished jobs again (marking them *seen*) every
+  :data:`HEARTBEAT_S` seconds, with any final state whose write failed, and after a lost connection (a
+  database restart, a failover) connects again, takes its lock again and records them as they are.
 
 An owner's unfinished jobs are marked ``cancelled`` once another server can take its lock *and* they
 have not been seen for :data:`GRACE_S` seconds (under its lock, so that two servers never race to do
@@ -85,7 +85,9 @@ class PostgresJobJournal:
         self._table = f"{store.schema}.jobs"
         self._lock = threading.Lock()
         self._closed = threading.Event()
-        self._unfinished: dict[str, dict[str, Any]] = {}  # re-recorded after a lost connection
+        # the latest form of each job not yet known to be recorded for good: unfinished ones (written
+        # again by the heartbeat and after a lost connection) and any whose last write failed
+        self._owed: dict[str, dict[str, Any]] = {}
         try:
             store.ensure("jobs", _TABLE)
             self._conn = self._connect()
@@ -113,10 +115,7 @@ class PostgresJobJournal:
             )
 
         with self._lock:
-            if interrupted(body) is body:
-                self._unfinished.pop(body["id"], None)
-            else:
-                self._unfinished[body["id"]] = body
+            self._owed[body["id"]] = body  # until it is written (for good, once finished)
         try:
             self._call(write)
         except StoreError as exc:  # a record, not the ingest: the jobs go on
@@ -199,13 +198,21 @@ class PostgresJobJournal:
         return f"{self._store.schema}/{owner}"
 
     def _write(self, body: dict[str, Any]) -> None:
-        """Record ``body`` as this server's job, seen now."""
+        """Record ``body`` as this server's job, seen now; a finished job is then no longer owed."""
         self._conn.execute(
             f"INSERT INTO {self._table} (id, owner, status, body) VALUES (%s, %s, %s, %s)"
             " ON CONFLICT (id) DO UPDATE SET status = excluded.status, body = excluded.body, seen = now()"
             " WHERE jobs.owner = excluded.owner",
             (body["id"], self.owner, body["status"], json.dumps(body)),
         )
+        if interrupted(body) is body and self._owed.get(body["id"]) is body:
+            del self._owed[body["id"]]
+
+    def _flush(self) -> None:
+        """Write every owed job again: the unfinished ones are marked seen, and a final state whose
+        write failed (the database restarting) reaches the table."""
+        for body in list(self._owed.values()):
+            self._write(body)
 
     def _row(self, job_id: str) -> tuple[str, dict[str, Any]] | None:
         """The owner and recorded form of ``job_id``."""
@@ -247,18 +254,13 @@ class PostgresJobJournal:
         was lost (see the module)."""
         while not self._closed.wait(every):
             try:
-                self._call(self._touch)
+                self._call(self._flush)
             except StoreError as exc:
                 logger.warning("the jobs journal could not mark its jobs seen: %s", exc)
 
-    def _touch(self) -> None:
-        """Mark this server's unfinished jobs seen now."""
-        sql = f"UPDATE {self._table} SET seen = now() WHERE owner = %s AND {_UNFINISHED}"
-        self._conn.execute(sql, (self.owner,))
-
     def _call(self, fn: Callable[[], T]) -> T | None:
         """``fn()`` under the connection's lock; ``None`` once closed. A lost connection is opened again
-        (the lock taken again and this server's unfinished jobs recorded again) and ``fn`` tried once
+        (the lock taken again and the owed jobs recorded again) and ``fn`` tried once
         more; a failure is a :class:`StoreError` (the message without the URL's password)."""
         with self._lock:
             if self._closed.is_set():
@@ -273,8 +275,7 @@ class PostgresJobJournal:
             self._conn.close()
             try:
                 self._conn = self._connect()
-                for body in list(self._unfinished.values()):
-                    self._write(body)
+                self._flush()
                 return fn()
             except psycopg.Error as exc:
                 raise self._failed(exc) from None

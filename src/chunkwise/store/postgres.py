@@ -352,6 +352,9 @@ class PostgresStore:
             configure=self._configure,
             name=f"chunkwise-{self._where.schema}",
             timeout=60.0,
+            # a connection is tested as it is handed out: after a database restart or failover every
+            # idle one is dead, and each would otherwise fail one request before it is replaced
+            check=ConnectionPool.check_connection,
             open=True,
         )
 
