@@ -28,3 +28,9 @@ for set in chroma rmc_dev qmsum_val xquad_en anthropic_code; do
   .venv/bin/chunkwise eval --data "$data/$set" -k "$k" --limit 100 --seed 1 "${args[@]}" \
     --json "bench/results/eval/$set.json" --html "bench/results/eval/$set.html" --workdir "$workdir"
 done
+# A set no default was tuned on: 100 queries of QMSum's training split (other meetings than qmsum_val's),
+# the presets beside the references (about 10 minutes of embedding on a new machine).
+args=()
+for name in before bm25 dense fast default quality; do args+=(--config "bench/eval_configs/$name.toml"); done
+.venv/bin/chunkwise eval --data "$data/qmsum_train" -k 5 --limit 100 --seed 1 "${args[@]}" \
+  --json bench/results/eval/qmsum_train.json --html bench/results/eval/qmsum_train.html --workdir "$workdir"
