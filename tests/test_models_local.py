@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -90,6 +91,17 @@ def test_logprobs_shape_and_offsets(llm: LocalLLM) -> None:
     assert all(CONTINUATION.startswith(t, o) for t, o in zip(result.tokens, result.offsets, strict=True))
     assert all(lp <= 0.0 for lp in result.logprobs)
     assert all(set(c) == {"\n\n", " The"} for c in result.candidates)
+
+
+def test_logprobs_use_no_deprecated_argument(llm: LocalLLM) -> None:
+    """transformers 5.24 renamed a forward pass's ``past_key_values`` to ``cache``: the old name warns on
+    every call and goes in 5.40, so a pass (a first one and one reusing its kept prefix) must not use it."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", FutureWarning)
+        warnings.simplefilter("error", DeprecationWarning)
+        first = llm.logprobs(PROMPT + " Again.", CONTINUATION)
+        again = llm.logprobs(PROMPT + " Again.", CONTINUATION)
+    assert again.logprobs == pytest.approx(first.logprobs, abs=1e-4)
 
 
 def test_candidate_logprob_of_the_actual_next_token_equals_its_logprob(llm: LocalLLM) -> None:

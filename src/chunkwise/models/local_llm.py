@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import inspect
 import io
 import threading
 from collections.abc import Iterator, Sequence
@@ -55,6 +56,14 @@ def _load(gguf: Path) -> tuple[Any, Any, threading.Lock]:
         )
     model.train(False)
     return tokenizer, model, threading.Lock()
+
+
+@functools.cache
+def cache_keyword(model: Any) -> str:
+    """The name under which ``model``'s forward pass takes its key/value cache and its output gives it
+    back: ``cache`` from transformers 5.24 on, where ``past_key_values`` is deprecated (a warning on
+    every call, and an error from 5.40), ``past_key_values`` in the releases before."""
+    return "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
 
 
 class _ThreadScope:
@@ -264,13 +273,14 @@ class LocalLLM(StructuredViaChat):
         # thread (a forward pass in inference mode changes no state of the model).
         with _torch_threads(self._threads), torch.inference_mode():
             reused, past = self._prefixes.lookup(ids, first)
+            key = cache_keyword(self._model)
             output = self._model(
                 torch.tensor([ids[reused:]]),
-                past_key_values=past,
+                **{key: past},
                 use_cache=True,
                 logits_to_keep=len(ids) - first,
             )
-            self._prefixes.store(ids, output.past_key_values)
+            self._prefixes.store(ids, getattr(output, key))
             table = torch.log_softmax(output.logits[0, :-1].float(), dim=-1)
         rows = range(len(cont_ids))
         self._usage.set(Usage(input_tokens=len(ids)))
