@@ -100,3 +100,29 @@ def test_ingest_search_and_ask_escape_names_and_text(hostile_folder: Path, tmp_p
     ask = run_bounded("ask", "Which words are plain?", "--kb", kb)
     assert ask.returncode == 0, ask.stderr
     _assert_clean(ask.stdout)
+
+
+@pytest.mark.parametrize("columns", [80, 60])
+def test_search_table_fits_the_terminal_with_rank_score_and_span_whole(tmp_path: Path, columns: int) -> None:
+    """A terminal of 80 columns once showed each score as ``0.9…`` and no rank: the document and the text
+    give up the room now, and the table stays within the terminal's width."""
+    kb = str(tmp_path / "kb")
+    formats = Path(__file__).parent / "data" / "formats"
+    ingest = run_bounded(
+        "ingest", str(formats / "Boarding Process.md"), str(formats / "Baggage Allowance.md"), "--kb", kb
+    )
+    assert ingest.returncode == 0, ingest.stderr
+    query = ("search", "When does boarding start?", "--kb", kb, "-k", "3")
+    hits = json.loads(run_bounded(*query, "--json").stdout)["hits"]
+    table = run_bounded(*query, env={"COLUMNS": str(columns)})
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert max(map(len, lines)) <= columns
+    rows = [line for line in lines if line.startswith("│")]
+    assert len(rows) == len(hits) == 3
+    for rank, (row, hit) in enumerate(zip(rows, hits, strict=True), start=1):
+        cells = [cell.strip() for cell in row.strip("│").split("│")]
+        assert cells[:2] == [str(rank), f"{hit['score']:.3f}"]
+        assert cells[3] == f"{hit['start']}-{hit['end']}"
+        document = hit["doc_id"]
+        assert cells[2] == document or (cells[2].startswith("…") and document.endswith(cells[2][1:]))

@@ -28,10 +28,13 @@ from chunkwise.cli.terminal import json_line, plain, rich_console
 from chunkwise.query.trace import Trace
 from chunkwise.results import search_body
 
-#: Console columns the rank, score, document and span columns and the borders take at most.
-PREVIEW_RESERVED = 70
-#: Characters of a document id shown (its end: the file name); longer ids are cut at the front.
+#: Console columns a table of five columns takes beside its cells: six borders and a space either side of
+#: each cell.
+TABLE_FRAME = 16
+#: Characters of a document id shown at most (its end: the file name); longer ids are cut at the front.
 DOC_CHARS = 30
+#: Characters the document and the text preview keep however narrow the terminal.
+NARROWEST = 8
 
 
 def search_command(
@@ -58,23 +61,41 @@ def search_command(
         trace = Trace()
         hits = base.search(query, k=k, trace=trace)
     console = rich_console()
-    preview_chars = max(console.width - PREVIEW_RESERVED, 20)
+    ranks = [str(rank) for rank in range(1, len(hits) + 1)]
+    scores = [f"{hit.score:.3f}" for hit in hits]
+    spans = [f"{hit.start}-{hit.end}" for hit in hits]
+    # the rank, score and span are shown whole; the document and the text share what the terminal has
+    # left (a third at most for the document), cut with an ellipsis
+    fixed = [
+        max([len(name), *map(len, cells)])
+        for name, cells in (("#", ranks), ("score", scores), ("span", spans))
+    ]
+    room = console.width - TABLE_FRAME - sum(fixed)
+    longest = max([len("document"), *(len(hit.doc_id) for hit in hits)])
+    doc_chars = max(min(DOC_CHARS, longest, room // 3), NARROWEST)
+    preview_chars = max(room - doc_chars, NARROWEST)
     table = Table(
         title=plain(f"{query}  ({', '.join(trace.names())}; {trace.totals()['seconds'] * 1000:.0f} ms)")
     )
-    for column in ("#", "score", "document", "span", "text"):
-        table.add_column(
-            column, no_wrap=True, overflow="ellipsis", max_width=None if column == "text" else 30
-        )
-    for rank, hit in enumerate(hits, 1):
-        preview = " ".join(hit.text.split())
-        if len(preview) > preview_chars:
-            preview = preview[: preview_chars - 1] + "…"
-        document = hit.doc_id if len(hit.doc_id) <= DOC_CHARS else "…" + hit.doc_id[-DOC_CHARS + 1 :]
+    widths = (fixed[0], fixed[1], doc_chars, fixed[2], preview_chars)
+    for column, width in zip(("#", "score", "document", "span", "text"), widths, strict=True):
+        table.add_column(column, no_wrap=True, overflow="ellipsis", width=width)
+    for rank, score, span, hit in zip(ranks, scores, spans, hits, strict=True):
         table.add_row(
-            str(rank), f"{hit.score:.3f}", plain(document), f"{hit.start}-{hit.end}", plain(preview)
+            rank, score, plain(cut_front(hit.doc_id, doc_chars)), span, plain(cut(hit.text, preview_chars))
         )
     console.print(table)
+
+
+def cut(text: str, chars: int) -> str:
+    """``text`` on one line (runs of whitespace as one space), cut to ``chars`` with an ellipsis."""
+    line = " ".join(text.split())
+    return line if len(line) <= chars else line[: chars - 1] + "…"
+
+
+def cut_front(text: str, chars: int) -> str:
+    """``text`` cut to its last ``chars`` characters behind an ellipsis (a path keeps its file name)."""
+    return text if len(text) <= chars else "…" + text[-chars + 1 :]
 
 
 def register(app: typer.Typer) -> None:
