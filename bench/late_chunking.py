@@ -27,7 +27,6 @@ Writes ``bench/results/late_chunking.json`` and prints the tables.
 from __future__ import annotations
 
 import argparse
-import json
 import shutil
 import sqlite3
 import sys
@@ -38,7 +37,6 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
-from bench_data import shown
 from chunkwise.chunking.chunk import contextual_text
 from chunkwise.chunking.tokens import get_counter
 from chunkwise.config import from_dict
@@ -50,7 +48,7 @@ from chunkwise.models.context import Models
 from chunkwise.models.onnx_embedder import BGE_SMALL
 from chunkwise.models.onnx_session import load_tokenizer, onnx_session, pad_batch, run_session
 from chunkwise.store.sqlite_schema import DB_NAME
-from tune_defaults import SETS, arguments, score, table
+from tune_defaults import SETS, arguments, mean, score, write_parts
 
 RESULTS = Path(__file__).parent / "results" / "late_chunking.json"
 Vector = npt.NDArray[np.float32]
@@ -169,35 +167,12 @@ def main() -> None:
             write_variant(copy / DB_NAME, vectors[name], rule)
         workdirs[label] = workdir
         tuning[label] = scores(argparse.Namespace(**{**vars(args), "workdir": workdir}), "tuning")
-    means = {label: sum(s.values()) / len(s) for label, s in tuning.items()}
-    best = max(VARIANTS, key=lambda label: means[label])
+    best = max(VARIANTS, key=lambda label: mean(tuning[label]))
     held = {
         "default": scores(args, "held"),
         best: scores(argparse.Namespace(**{**vars(args), "workdir": workdirs[best]}), "held"),
     }
-    result = {
-        "data": shown(args.data),
-        "holdout": args.holdout,
-        "seed": args.seed,
-        "metrics": {name: metric for name, (metric, _) in SETS.items()},
-        "tuning": [{"variant": label, "mean": means[label], "scores": s} for label, s in tuning.items()],
-        "held_out": [
-            {"variant": label, "mean": sum(s.values()) / len(s), "scores": s} for label, s in held.items()
-        ],
-    }
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    columns = ["mean", *SETS]
-    lines = table(
-        "Tuning part:",
-        columns,
-        [(r["variant"], [r["mean"], *r["scores"].values()]) for r in result["tuning"]],
-    )
-    lines += table(
-        "Held-back part:",
-        columns,
-        [(r["variant"], [r["mean"], *r["scores"].values()]) for r in result["held_out"]],
-    )
-    print("\n".join(lines).strip())
+    write_parts(RESULTS, args, tuning, held, label="variant")
 
 
 if __name__ == "__main__":

@@ -23,7 +23,6 @@ indexes of ``bench/eval_all.sh`` and ``bench/tune_defaults.py`` are reused). Wri
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
@@ -31,12 +30,11 @@ from pathlib import Path
 from typing import Any
 from unittest.mock import patch
 
-from bench_data import shown
 from chunkwise.config import from_dict
 from chunkwise.query import fusion
 from chunkwise.query.candidate import Candidate, Query
 from chunkwise.query.trace import Trace
-from tune_defaults import SETS, arguments, score, table
+from tune_defaults import SETS, arguments, mean, score, write_parts
 
 RESULTS = Path(__file__).parent / "results" / "tune_context_priors.json"
 LABEL = "default"
@@ -98,11 +96,6 @@ def scores(args: Any, part: str, alternative: Callable[[], AbstractContextManage
         }
 
 
-def mean(values: dict[str, float]) -> float:
-    """The mean over the sets."""
-    return sum(values.values()) / len(values)
-
-
 def main() -> None:
     """Score every setting on the tuning parts, the best of each prior on the held-back parts."""
     args = arguments(__doc__.split("\n", 1)[0])
@@ -116,29 +109,13 @@ def main() -> None:
         print(f"{family}: {chosen[-1]}", file=sys.stderr, flush=True)
     every = {label: alt for settings in PRIORS.values() for label, alt in settings.items()}
     held = {label: scores(args, "held", every.get(label, nullcontext)) for label in chosen}
-    result = {
-        "data": shown(args.data),
-        "holdout": args.holdout,
-        "seed": args.seed,
-        "metrics": {name: metric for name, (metric, _) in SETS.items()},
-        "tuning": [{"setting": label, "mean": mean(s), "scores": s} for label, s in tuning.items()],
-        "held_out": [
-            {"setting": label, "mean": mean(held[label]), "scores": held[label]} for label in chosen
-        ],
-    }
-    RESULTS.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
-    columns = ["mean", *SETS]
-    lines = table(
-        "Tuning part:",
-        columns,
-        [(r["setting"], [r["mean"], *r["scores"].values()]) for r in result["tuning"]],
+    write_parts(
+        RESULTS,
+        args,
+        tuning,
+        {label: held[label] for label in chosen},
+        held_title="Held-back part, the default and each prior's best setting:",
     )
-    lines += table(
-        "Held-back part, the default and each prior's best setting:",
-        columns,
-        [(r["setting"], [r["mean"], *r["scores"].values()]) for r in result["held_out"]],
-    )
-    print("\n".join(lines).strip())
 
 
 if __name__ == "__main__":

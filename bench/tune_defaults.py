@@ -188,6 +188,41 @@ def arguments(description: str, parser: argparse.ArgumentParser | None = None) -
     return parser.parse_args()
 
 
+def mean(values: dict[str, float]) -> float:
+    """The mean over the sets."""
+    return sum(values.values()) / len(values)
+
+
+def write_parts(
+    path: Path,
+    args: Any,
+    tuning: dict[str, dict[str, float]],
+    held: dict[str, dict[str, float]],
+    *,
+    label: str = "setting",
+    held_title: str = "Held-back part:",
+    **extra: Any,
+) -> None:
+    """Write settings' scores per set on the tuning part and on the held-back part as JSON (with the data,
+    the split, ``extra`` and each set's metric), and print both tables."""
+    result = {
+        "data": shown(args.data),
+        "holdout": args.holdout,
+        "seed": args.seed,
+        **extra,
+        "metrics": {name: metric for name, (metric, _) in SETS.items()},
+        "tuning": [{label: name, "mean": mean(s), "scores": s} for name, s in tuning.items()],
+        "held_out": [{label: name, "mean": mean(s), "scores": s} for name, s in held.items()],
+    }
+    path.write_text(json.dumps(result, indent=2) + "\n", encoding="utf-8")
+    columns = ["mean", *SETS]
+    lines = []
+    for title, part in (("Tuning part:", "tuning"), (held_title, "held_out")):
+        rows = [(r[label], [r["mean"], *r["scores"].values()]) for r in result[part]]
+        lines += table(title, columns, rows)
+    print("\n".join(lines).strip())
+
+
 def write(result: dict[str, Any], path: Path) -> None:
     """Write the result as JSON and print its tables."""
     path.parent.mkdir(parents=True, exist_ok=True)
