@@ -62,6 +62,13 @@ def test_offsets_are_code_points(tmp_path: Path) -> None:
     assert text[span.start : span.end] == "epsilon"
 
 
+def test_a_query_may_give_documents_alone(tmp_path: Path) -> None:
+    """``spans`` is optional, as the format says: a query with ``gold_docs`` alone is scored on documents."""
+    folder = write(tmp_path / "d", DOCS, [{"qid": "q", "query": "why", "gold_docs": ["b", "a", "b"]}])
+    (query,) = load_dataset(folder).queries
+    assert (query.spans, query.gold_docs) == ((), ("b", "a"))
+
+
 @pytest.mark.parametrize(
     ("query", "reason"),
     [
@@ -83,6 +90,8 @@ def test_offsets_are_code_points(tmp_path: Path) -> None:
             "span document 'a' is not among the query's gold_docs",
         ),
         ({"qid": "q", "query": "why", "spans": []}, "neither spans nor gold_docs"),
+        ({"qid": "q", "query": "why"}, "neither spans nor gold_docs"),
+        ({"qid": "q", "query": "why", "spans": "a", "gold_docs": ["a"]}, "field 'spans' must be a list"),
         ({"qid": "q", "query": "why", "spans": [], "gold_docs": "a"}, "gold_docs"),
         ({"qid": "q", "spans": []}, "'query'"),
         ({"qid": 7, "query": "why", "spans": []}, "'qid'"),

@@ -2,7 +2,7 @@
 
 - ``corpus.jsonl``: one document a line, ``{"doc_id": str, "text": str}``.
 - ``queries.jsonl``: one query a line, ``{"qid": str, "query": str, "answer"?: str,
-  "spans": [{"doc_id", "start", "end", "text"?}], "gold_docs"?: [str]}``; any other field is kept in
+  "spans"?: [{"doc_id", "start", "end", "text"?}], "gold_docs"?: [str]}``; any other field is kept in
   :attr:`Query.metadata`. ``start``/``end`` are Python ``str`` offsets (code points) into the document
   text, end exclusive. A query needs span gold, document gold (``gold_docs``), or both; without
   ``gold_docs`` its gold documents are those of its spans; with both, every span must lie on one of
@@ -167,7 +167,8 @@ def _load_queries(path: Path, texts: dict[str, str]) -> tuple[Query, ...]:
             check_query(text)
         except QueryError as exc:
             raise DatasetError(source, str(exc)) from None
-        spans = tuple(_span(raw, texts, source) for raw in _field(record, "spans", list, source))
+        raw_spans = [] if record.get("spans") is None else _field(record, "spans", list, source)
+        spans = tuple(_span(raw, texts, source) for raw in raw_spans)
         raw_docs = record.get("gold_docs")
         if raw_docs is None:
             gold_docs = tuple(dict.fromkeys(span.doc_id for span in spans))
