@@ -48,3 +48,19 @@ def test_a_very_long_query_is_cut_for_the_embedder_and_bm25_with_a_note(tmp_path
     assert "Baggage" in hits[0].doc_id  # the words kept still find the document
     assert "truncated" not in short.get("dense").notes
     assert short.get("bm25").notes == {}
+
+
+def test_a_search_for_more_hits_than_candidates_fetches_as_many(tmp_path, data_dir, embedder):
+    """``retrieval.candidates`` is a floor, not a cap on ``k``: asked for 12 hits with 5 candidates a
+    retriever, each retriever fetches 12, so the search returns 12 hits (it returned 10 at most)."""
+    config = from_dict({"retrieval": {"candidates": 5}})
+    with KnowledgeBase(tmp_path / "kb", config, models=Models(config.models, embedder=embedder)) as kb:
+        kb.add_documents(format_docs(data_dir))
+        assert sum(info.chunks for info in kb.documents()) > 12
+        trace = Trace()
+        hits = kb.search("checked baggage weight", k=12, trace=trace)
+        few = kb.search("checked baggage weight", k=3, trace=Trace())
+    assert len(hits) == 12
+    assert len({hit.chunk_id for hit in hits}) == 12
+    assert trace.get("dense").outputs == 12
+    assert [hit.chunk_id for hit in few] == [hit.chunk_id for hit in hits[:3]]

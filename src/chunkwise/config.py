@@ -88,7 +88,8 @@ class HeadersConfig:
 
 @dataclass(frozen=True)
 class RetrievalConfig:
-    """First-stage retrieval: each retriever returns ``candidates`` chunks, fused by ``fusion``. Stores of
+    """First-stage retrieval: each retriever returns ``candidates`` chunks (or the hits a search asks
+    for, when more), fused by ``fusion``. Stores of
     at least ``hnsw_threshold`` chunks search vectors by HNSW, of at least ``bm25s_threshold`` chunks
     answer BM25 from an index in memory (SQLite: the bm25s sidecar, FTS5 below; PostgreSQL: its
     postings, ranked as its SQL ranks them below). The retrievers read the first

@@ -16,11 +16,13 @@ from chunkwise.store.protocol import StoredChunk
 @dataclass(slots=True)
 class Query:
     """The question in flight: ``text`` is what retrieval searches for (``original`` rewritten, when a
-    rewrite stage ran); ``vector`` its embedding once a dense stage computed it."""
+    rewrite stage ran); ``vector`` its embedding once a dense stage computed it; ``wanted`` the hits
+    the caller asked for (0 when it takes every candidate), which retrieval fetches at least."""
 
     original: str
     text: str = ""
     vector: Vectors | None = None
+    wanted: int = 0
 
     def __post_init__(self) -> None:
         self.text = self.text or self.original

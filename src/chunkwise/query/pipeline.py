@@ -77,10 +77,13 @@ class QueryPipeline:
         """The configured stages, built (and their models loaded) on first use."""
         return build_stages(StageContext(self.config, self.store, self.models))
 
-    def ranked(self, query: str, trace: Trace, vector: Vectors | None = None) -> list[Candidate]:
+    def ranked(
+        self, query: str, trace: Trace, vector: Vectors | None = None, wanted: int = 0
+    ) -> list[Candidate]:
         """Every candidate the stages keep for ``query``, best first. ``vector``: the query's embedding
-        when the caller computed it already (an evaluation embeds all its queries in one batch)."""
-        state = Query(check_query(query), vector=vector)
+        when the caller computed it already (an evaluation embeds all its queries in one batch);
+        ``wanted``: the hits the caller will take, which each retriever fetches at least."""
+        state = Query(check_query(query), vector=vector, wanted=wanted)
         candidates: list[Candidate] = []
         for stage in self.stages:
             candidates = stage(state, candidates, trace)
@@ -99,7 +102,7 @@ class QueryPipeline:
         trace = trace if trace is not None else Trace()
         return [
             Hit(c.doc_id, c.start, c.end, c.chunk_id, c.text, c.score, c.header, dict(c.scores), trace)
-            for c in self.ranked(query, trace, vector)[:k]
+            for c in self.ranked(query, trace, vector, wanted=k)[:k]
         ]
 
     def segments(

@@ -1,6 +1,7 @@
 """First-stage retrieval (ChunkRAG's hybrid search): BM25 and dense candidates from the store.
 
-Each retriever returns its ``candidates`` best chunk keys; the union is loaded once, and every candidate
+Each retriever returns its ``candidates`` best chunk keys (or as many as the hits asked for, when more:
+a search for 100 hits is not cut to 50 candidates); the union is loaded once, and every candidate
 gets both scores where it can: its BM25 score when BM25 found it (0 otherwise, its true BM25 value
 among the candidates is unknown), and its exact cosine to the query from its stored vector, whichever
 retriever found it. :class:`~chunkwise.query.fusion.Fusion` then combines them.
@@ -59,11 +60,12 @@ class Retrieve:
         found: dict[int, dict[str, float]] = {}
         best_window: dict[int, float] = {}
         text, truncated = truncate_query(query.text, self.max_query_tokens)
+        depth = max(self.candidates, query.wanted)
         if self.bm25:
             with trace.stage("bm25") as report:
                 if truncated:
                     report.notes["truncated"] = truncated
-                hits = self.store.bm25(text, self.candidates)
+                hits = self.store.bm25(text, depth)
                 for key, score in hits:
                     found.setdefault(key, {})["bm25"] = score
                 report.outputs = len(hits)
@@ -78,7 +80,7 @@ class Retrieve:
                     query.vector = embed_queries(embedder, [text])[0]
                     report.notes["embed_seconds"] = time.perf_counter() - began
                 report.notes["index"] = self.store.dense_method()
-                hits = self.store.dense(query.vector, self.candidates)
+                hits = self.store.dense(query.vector, depth)
                 for key, score in hits:
                     found.setdefault(key, {})
                     best_window[key] = score
