@@ -187,6 +187,30 @@ def test_extractive_answer_cites_best_sentences():
         AnswerGenerator(None, "llm")
 
 
+def test_extractive_answer_quotes_a_sentence_two_sources_share_once_and_cites_both():
+    """The same policy stored as Markdown and as DOCX: its sentence is the answer once, cited from each
+    document, and the second sentence of the answer is another one (it was the same sentence twice)."""
+    text = "Boarding gates close 20 minutes before departure. Gates open 60 minutes before departure."
+    sources = [
+        Source("policy.docx", 0, len(text), "S1", "chunk-1", text),
+        Source("policy.md", 0, len(text), "S2", "chunk-2", text),
+    ]
+    answer = AnswerGenerator(None, "extractive", max_sentences=2).answer(
+        "When do boarding gates close?", sources, Trace()
+    )
+    assert answer.text == (
+        "Boarding gates close 20 minutes before departure. Gates open 60 minutes before departure."
+    )
+    first = "Boarding gates close 20 minutes before departure."
+    assert [(c.doc_id, c.quote) for c in answer.citations] == [
+        ("policy.docx", first),
+        ("policy.md", first),
+        ("policy.docx", "Gates open 60 minutes before departure."),
+        ("policy.md", "Gates open 60 minutes before departure."),
+    ]
+    assert answer.grounding.grounded
+
+
 def test_split_sentences():
     text = "One. Two!\n\n- item\n- Three?\nwrapped line"
     assert [text[s:e] for s, e in split_sentences(text)] == [

@@ -223,17 +223,21 @@ class AnswerGenerator:
             for rank, source_id, sentence, header, shared in sentences
             if shared
         ]
-        best = sorted(scored)[: self.max_sentences]
-        if not best:
-            return NOT_FOUND, []
         parts: list[str] = []
         cited: list[tuple[str, str]] = []
-        for _, _, source_id, sentence, header in best:
-            for quote in (header, sentence):
-                if quote and (source_id, quote) not in cited:
-                    cited.append((source_id, quote))
-                    parts.append(quote)
-        return "\n".join(parts) if any(h for *_, h in best) else " ".join(parts), cited
+        chosen: set[str] = set()
+        rows = False
+        for _, _, source_id, sentence, header in sorted(scored):
+            if sentence not in chosen:  # a sentence found in two sources is quoted once, cited twice
+                if len(chosen) == self.max_sentences:
+                    continue
+                chosen.add(sentence)
+                rows = rows or bool(header)
+                parts.extend(q for q in (header, sentence) if q and q not in parts)
+            cited.extend(q for q in ((source_id, header), (source_id, sentence)) if q[1] and q not in cited)
+        if not parts:
+            return NOT_FOUND, []
+        return "\n".join(parts) if rows else " ".join(parts), cited
 
     def _context(self, sources: list[Source]) -> str:
         parts: list[str] = []
