@@ -4,6 +4,9 @@ other error of the command line; the help itself is printed as before."""
 
 from __future__ import annotations
 
+import re
+from typing import Any
+
 import pytest
 
 from tests.support.cli import run_chunkwise
@@ -68,3 +71,41 @@ def test_a_group_alone_prints_its_help(args: list[str]) -> None:
     done = run_chunkwise(*args)
     assert "Usage: " in done.stdout + done.stderr
     assert "error:" not in done.stdout + done.stderr
+
+
+def _commands() -> list[tuple[list[str], list[str]]]:
+    """Every command of the CLI, as its words, with the help texts it was given (its own and its
+    options')."""
+    import typer.main
+
+    from chunkwise.cli.main import app
+
+    root = typer.main.get_command(app)
+    found: list[tuple[list[str], list[str]]] = []
+
+    def walk(command: Any, words: list[str]) -> None:
+        found.append((words, [command.help or "", *(getattr(p, "help", None) or "" for p in command.params)]))
+        if hasattr(command, "list_commands"):
+            context = root.context_class(command)
+            for name in command.list_commands(context):
+                sub = command.get_command(context, name)
+                assert sub is not None
+                walk(sub, [*words, name])
+
+    walk(root, [])
+    return found
+
+
+def test_help_keeps_every_bracketed_word() -> None:
+    """Help is rendered as rich markup, where ``[store]`` is a style tag and vanishes: "(pip install
+    'chunkwise')" told a user to install the package without its Ray extra. Every ``[word]`` written
+    in a help text (escaped as ``\\[word]``) is on its page."""
+    checked = 0
+    for words, helps in _commands():
+        bracketed = {m.replace("\\[", "[") for text in helps for m in re.findall(r"\\?\[[^\]\s]+\]", text)}
+        if not bracketed:
+            continue
+        page = run_chunkwise(*words, "--help", env={"COLUMNS": "300"}).stdout
+        assert {b for b in bracketed if b not in page} == set(), words
+        checked += len(bracketed)
+    assert checked >= 3  # [ray], [models], [store] at least

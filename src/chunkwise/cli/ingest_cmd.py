@@ -52,7 +52,7 @@ def ingest_command(
         typer.Option(
             "--ray",
             metavar="auto|ADDRESS",
-            help="Ingest on a Ray cluster (pip install 'chunkwise[ray]'): auto (the running one, else a "
+            help="Ingest on a Ray cluster (pip install 'chunkwise\\[ray]'): auto (the running one, else a "
             "new local one) or its address; parse and chunk in tasks, embed in an actor pool.",
         ),
     ] = None,

@@ -143,7 +143,7 @@ def reembed_command(
         typer.Option(
             "--embedder",
             metavar="SPEC",
-            help="The new embedder, as [models] embedder names it (local:bge-small, openai:MODEL); "
+            help="The new embedder, as \\[models] embedder names it (local:bge-small, openai:MODEL); "
             "default: the configured one.",
         ),
     ] = None,

@@ -27,7 +27,7 @@ from chunkwise.store import open_store
 KB_HELP = "Knowledge base: a directory or postgresql://user@host:port/db?schema=NAME"
 #: A string, not a ``Path``: ``Path("")`` would silently mean the current directory.
 KbOption = Annotated[
-    str | None, typer.Option("--kb", help=f"{KB_HELP} (default: [store] url of the configuration).")
+    str | None, typer.Option("--kb", help=f"{KB_HELP} (default: \\[store] url of the configuration).")
 ]
 #: ``--kb`` where it must be given (``kb check``, ``kb repair``).
 RequiredKbOption = Annotated[str, typer.Option("--kb", help=f"{KB_HELP}.")]
