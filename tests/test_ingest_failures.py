@@ -183,3 +183,19 @@ def test_a_text_the_embedder_refuses_fails_its_document_alone(tmp_path: Path) ->
     assert "HTTP 400" in report.failed[0][1]
     assert report.added == ["gates.txt", "bags.txt"]
     assert stored == ["bags.txt", "gates.txt"]
+
+
+def test_a_blank_document_id_fails_its_document_alone(tmp_path: Path) -> None:
+    """An id that is empty or whitespace names nothing to list, search or delete (``kb delete ""``
+    answered "deleted "): such a document is refused, named by its quoted id, and the batch goes on."""
+    text = b"# Gates\n\nGates close twenty minutes before departure."
+    with KnowledgeBase(tmp_path / "kb", models=Models(embedder=HashEmbedder())) as kb:
+        report = kb.add_bytes([("", text), ("gates.md", text), (" \t", text)])
+        assert report.added == ["gates.md"]
+        assert report.failed == [
+            ("''", "the document's id is blank"),
+            ("' \\t'", "the document's id is blank"),
+        ]
+        report = kb.add_documents([Document("  ", "Lounges open at six."), Document("lounges.txt", "Six.")])
+        assert (report.added, report.failed) == (["lounges.txt"], [("'  '", "the document's id is blank")])
+        assert [d.doc_id for d in kb.store.documents()] == ["gates.md", "lounges.txt"]

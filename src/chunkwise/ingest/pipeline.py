@@ -202,7 +202,7 @@ class IngestPipeline:
                 if isinstance(item, Failure):
                     batch.fail(item.source, item.reason)
                 elif invalid := unstorable_text(item):
-                    batch.fail(path_id(item.id), invalid)
+                    batch.fail(shown_id(item.id), invalid)
                 elif self.unchanged(item, fingerprint):
                     batch.done(item.id, "skipped")
                 else:
@@ -492,12 +492,21 @@ def chunk_texts(items: Sequence[Prepared]) -> list[str]:
     return [p.text(row) for p in items for row in p.embedded]
 
 
+def shown_id(doc_id: str) -> str:
+    """``doc_id`` as a report names a document it refused: readable (:func:`path_id`), and quoted when
+    blank, so the failure names something."""
+    return path_id(doc_id) if doc_id.strip() else repr(doc_id)
+
+
 def unstorable_text(doc: Document) -> str:
     """Why ``doc`` cannot be stored, or ``""``: a string of it holds a lone surrogate, which no store,
     hash or tokenizer can encode, or a NUL character (see :class:`~chunkwise.errors.NulCharacterError`);
     a document built by hand, from JSON escapes, or from a string given to ``chunkwise.parse``, which
     keeps it verbatim. Every string that is stored is checked: the id, text, title, source, format and
-    unit ids, and the keys and string values of the metadata, however nested."""
+    unit ids, and the keys and string values of the metadata, however nested. A blank id (empty or
+    whitespace) is refused as well: it names no document to list, search or delete."""
+    if not doc.id.strip():
+        return "the document's id is blank"
     fields = [("id", doc.id), ("text", doc.text), ("title", doc.title or ""), ("source", doc.source or "")]
     fields += [("format", doc.format), *(("unit id", unit.id) for unit in doc.units)]
     fields += _metadata_strings(doc.metadata, "metadata")

@@ -70,6 +70,7 @@ from chunkwise.ingest.pipeline import (
     chunk_texts,
     parse_one,
     refused_input,
+    shown_id,
     unexpected,
     unstorable_text,
 )
@@ -250,7 +251,7 @@ def prepare_row(row: dict[str, Any], job: Job) -> dict[str, Any]:
     if isinstance(item, Failure):
         outcome = Outcome(item.source, "failed", item.reason)
     elif invalid := unstorable_text(item):
-        outcome = Outcome(path_id(item.id), "failed", invalid)
+        outcome = Outcome(shown_id(item.id), "failed", invalid)
     elif pipeline.unchanged(item, job.fingerprint):
         outcome = Outcome(item.id, "skipped")
     else:
