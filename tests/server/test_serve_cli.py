@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import os
 import shlex
+import signal
 import socket
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -17,7 +20,16 @@ from chunkwise.server.journal import INTERRUPTED
 from chunkwise.store.sqlite import SQLiteStore
 from tests.support.cli import run_chunkwise
 from tests.support.readme import console_commands, matches, readme_blocks, run_console, starts_a_server
-from tests.support.server import serve_process, upload, wait_job, writer_processes
+from tests.support.server import (
+    PATIENCE_S,
+    free_port,
+    serve_process,
+    stop,
+    upload,
+    wait_healthy,
+    wait_job,
+    writer_processes,
+)
 
 REPO = Path(__file__).resolve().parents[2]
 README_PORT = "localhost:8000"
@@ -168,3 +180,33 @@ def test_connections_held_open_past_max_connections_get_503_not_a_dead_server(tm
         time.sleep(0.5)
         with httpx.Client(base_url=url, timeout=30) as http:
             assert http.get("/healthz").status_code == 200
+
+
+def test_sigterm_stops_the_server_cleanly_with_status_143(tmp_path: Path) -> None:
+    """``kill`` (SIGTERM), as a service manager stops a server: uvicorn shuts down gracefully, the
+    writer process ends, and the process exits 143 through Python's exit handlers, so nothing is
+    reported leaked (it died of the re-raised signal before, and multiprocessing's resource tracker
+    warned of the writer's semaphores on every stop)."""
+    kb = tmp_path / "kb"
+    SQLiteStore(kb).close()
+    port = free_port()
+    with (tmp_path / "serve.log").open("w+") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "chunkwise", "serve", "--kb", str(kb), "--port", str(port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            text=True,
+        )
+        try:
+            wait_healthy(f"http://127.0.0.1:{port}", process, log)
+            writers = writer_processes(process.pid)
+            process.terminate()
+            assert process.wait(PATIENCE_S) == 128 + signal.SIGTERM
+        finally:
+            stop(process)
+        log.seek(0)
+        output = log.read()
+    assert "Application shutdown complete" in output
+    assert "leaked" not in output, output
+    assert writers
+    assert not [pid for pid in writers if Path(f"/proc/{pid}").exists()]
