@@ -126,3 +126,28 @@ def test_search_table_fits_the_terminal_with_rank_score_and_span_whole(tmp_path:
         assert cells[3] == f"{hit['start']}-{hit['end']}"
         document = hit["doc_id"]
         assert cells[2] == document or (cells[2].startswith("…") and document.endswith(cells[2][1:]))
+
+
+def test_kb_list_folds_long_ids_whole(tmp_path: Path) -> None:
+    """``kb list`` at 60 columns: a long document id is folded over lines, never cut (it showed
+    ``…/formats/Cl…`` and lost the middle of the path, so the id could not be read off for ``kb
+    delete``); the format and chunk count stay whole."""
+    deep = tmp_path / "policies" / "customer-service" / "baggage-and-boarding"
+    deep.mkdir(parents=True)
+    formats = Path(__file__).parent / "data" / "formats"
+    for name in ("Boarding Process.md", "Baggage Allowance.md"):
+        (deep / name).write_bytes((formats / name).read_bytes())
+    kb = str(tmp_path / "kb")
+    assert run_bounded("ingest", str(deep), "--kb", kb).returncode == 0
+    documents = json.loads(run_bounded("kb", "list", "--kb", kb, "--json").stdout)["documents"]
+    assert all(len(d["doc_id"]) > 60 for d in documents)
+    table = run_bounded("kb", "list", "--kb", kb, env={"COLUMNS": "60"})
+    assert table.returncode == 0, table.stderr
+    lines = table.stdout.splitlines()
+    assert max(map(len, lines)) <= 60
+    assert "…" not in table.stdout
+    id_width = lines[0].index("format")
+    folded = "".join("".join(line[:id_width].split()) for line in lines[1:])
+    assert folded == "".join(d["doc_id"].replace(" ", "") for d in documents)
+    rows = [line[id_width:].split() for line in lines[1:] if line[id_width:].strip()[:2] == "ma"]
+    assert [row[:2] for row in rows] == [["markdown", str(d["chunks"])] for d in documents]

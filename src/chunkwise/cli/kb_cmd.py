@@ -81,7 +81,15 @@ def list_command(*, kb: RequiredKbOption, as_json: KbJsonOption = False) -> None
     if as_json:
         sys.stdout.write(json_line({"documents": [info.to_dict() for info in documents]}) + "\n")
         return
-    table = Table("doc_id", "format", Column("chunks", justify="right"), "title", box=None)
+    # an id is folded, never cut: it is what `kb delete` takes (cut with an ellipsis, the middle of a
+    # long path was lost at 80 columns)
+    table = Table(
+        Column("doc_id", overflow="fold"),
+        Column("format", no_wrap=True),
+        Column("chunks", justify="right", no_wrap=True),
+        Column("title", overflow="fold"),
+        box=None,
+    )
     for info in documents:
         table.add_row(
             *(markup_literal(cell) for cell in (info.doc_id, info.format, str(info.chunks), info.title or ""))
