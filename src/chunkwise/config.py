@@ -484,17 +484,27 @@ def from_dict(data: dict[str, Any], preset: str | None = None) -> PipelineConfig
     config = build(PipelineConfig, PRESETS[name], "", PipelineConfig())
     overrides = {k: v for k, v in data.items() if k != "preset"}
     built = build(PipelineConfig, overrides, "", dataclasses.replace(config, preset=name))
-    built.models.validate("models")
-    built.limits.validate("limits")
-    built.retrieval.validate("retrieval")
-    built.store.validate("store")
-    built.redundancy.validate("redundancy")
-    built.relevance.validate("relevance")
-    built.rerank.validate("rerank")
-    built.segments.validate("segments")
-    built.answer.validate("answer")
-    _check_chunking(built.chunking, "chunking")
+    check_config(built)
     return dataclasses.replace(built, models=built.models.with_env())
+
+
+def check_config(config: PipelineConfig) -> None:
+    """Every section's ranges and the chunker's parameters, as a file is checked when it is loaded;
+    for a configuration changed in code (a tuning point), whose values no file went through.
+
+    Raises:
+        ConfigError: a value out of range, named by its key (``retrieval.weight: ...``).
+    """
+    config.models.validate("models")
+    config.limits.validate("limits")
+    config.retrieval.validate("retrieval")
+    config.store.validate("store")
+    config.redundancy.validate("redundancy")
+    config.relevance.validate("relevance")
+    config.rerank.validate("rerank")
+    config.segments.validate("segments")
+    config.answer.validate("answer")
+    _check_chunking(config.chunking, "chunking")
 
 
 def load_config(path: str | Path | None = None, preset: str | None = None) -> PipelineConfig:

@@ -47,6 +47,35 @@ def test_tune_unknown_grid_key_is_one_line(data_dir: Path, tmp_path: Path) -> No
     assert "Traceback" not in done.stderr
 
 
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [
+        ("size=400;weight=0.5,2", "grid point 'max_size=400 weight=2': retrieval.weight: BM25's share"),
+        ("candidates=5,0", "grid point 'candidates=0': retrieval.candidates: must be at least 1, got 0"),
+        ("size=,", "grid entry 'size=,': expected key=value,value,..."),
+        ("size=200;weight= , ", "grid entry 'weight= ,': expected key=value,value,..."),
+    ],
+    ids=["weight-above-1", "no-candidates", "no-values", "blank-values"],
+)
+@pytest.mark.parametrize("dry_run", [True, False], ids=["dry-run", "run"])
+def test_a_grid_value_a_configuration_file_could_not_hold_is_one_line_before_any_work(
+    data_dir: Path, tmp_path: Path, grid: str, message: str, dry_run: bool
+) -> None:
+    """A grid point is checked as a configuration file is, before anything is indexed, in a dry run
+    too: ``weight=2`` crashed with a traceback after indexing, ``candidates=0`` was scored and could be
+    chosen, and a key without values crashed with an IndexError."""
+    out = tmp_path / "t.json"
+    done = run_chunkwise(
+        "tune", "--data", str(data_dir / "eval" / "xquad_mini"), "--grid", grid,
+        *(["--dry-run"] if dry_run else ["--json", str(out)]), cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith(f"error: {message}")
+    assert "Traceback" not in done.stderr
+    assert not out.exists()
+    assert not (tmp_path / "cache" / "chunkwise" / "eval").exists()
+
+
 def test_dry_runs_print_estimates_and_spend_nothing(data_dir: Path, tmp_path: Path) -> None:
     preset = tmp_path / "chunkrag.toml"
     preset.write_text('preset = "chunkrag"\n', encoding="utf-8")

@@ -27,8 +27,7 @@ from chunkwise.evaluation.metrics import parse_metric
 from chunkwise.evaluation.tuning import (
     TuningProgress,
     TuningResult,
-    apply_point,
-    grid_points,
+    checked_points,
     parse_grid,
     point_name,
     split_queries,
@@ -89,14 +88,13 @@ def tune_command(
         base = replace(base, chunking=replace(base.chunking, name=chunker))
     axes = parse_grid(grid, base.chunking.name)
     parse_metric(metric)  # a bad name fails a dry run too, not only the real run
+    checked = checked_points(base, axes, search=mode, trials=trials, seed=seed)  # before any progress
     if dry_run:
-        points = grid_points(axes, search=mode, trials=trials, seed=seed)
-        configs = [apply_point(base, point) for point in points]
+        configs = [config for _, config in checked]
         tuning_part, _ = split_queries(dataset, holdout, seed)
         estimate = estimate_run(dataset, configs, queries=tuning_part)
-        title = (
-            f"estimate: {len(points)} points on {len(tuning_part.queries)} tuning queries (+ 1 held-back run)"
-        )
+        queries = len(tuning_part.queries)
+        title = f"estimate: {len(configs)} points on {queries} tuning queries (+ 1 held-back run)"
         rich_console().print(estimate_table(estimate, title))
         return
     if json_out is None:

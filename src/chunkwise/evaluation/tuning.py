@@ -27,9 +27,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from chunkwise.chunking import chunker_class, normalised_params
+from chunkwise.chunking import chunker_class
 from chunkwise.chunking.base import ChunkerParams
-from chunkwise.config import PipelineConfig
+from chunkwise.config import PipelineConfig, check_config
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation.datasets import Dataset, subsample
 from chunkwise.evaluation.metrics.registry import parse_metric
@@ -131,6 +131,8 @@ def parse_grid(text: str, chunker: str) -> tuple[Axis, ...]:
         if not sep or not raw.strip():
             raise ConfigError(f"grid entry {part!r}: expected key=value,value,...")
         values = tuple(_number(key, v.strip()) for v in raw.split(",") if v.strip())
+        if not values:
+            raise ConfigError(f"grid entry {part!r}: expected key=value,value,...")
         path = resolve_key(key, chunker)
         if any(axis.path == path for axis in axes):
             raise ConfigError(f"grid key {key!r}: {path} is already on the grid")
@@ -173,6 +175,29 @@ def grid_points(
         raise ConfigError("random search needs trials >= 1")
     picked = sorted(random.Random(seed).sample(range(len(combos)), min(trials, len(combos))))
     return [combos[i] for i in picked]
+
+
+def checked_points(
+    base: PipelineConfig,
+    axes: Sequence[Axis],
+    *,
+    search: Search = "grid",
+    trials: int | None = None,
+    seed: int = 0,
+) -> list[tuple[dict[str, Number], PipelineConfig]]:
+    """Each point of the search (:func:`grid_points`) with its configuration, every one checked as a
+    configuration file is (:func:`~chunkwise.config.check_config`) before anything runs: a grid value
+    out of range (``weight=2``, ``candidates=0``) is a :class:`ConfigError` naming the point, in a dry
+    run too, not a crash or a silent score in the middle of the run."""
+    checked = []
+    for point in grid_points(axes, search=search, trials=trials, seed=seed):
+        config = apply_point(base, point)
+        try:
+            check_config(config)
+        except ConfigError as exc:
+            raise ConfigError(f"grid point {point_name(point)!r}: {exc}") from None
+        checked.append((point, config))
+    return checked
 
 
 def apply_point(config: PipelineConfig, point: dict[str, Number]) -> PipelineConfig:
@@ -222,10 +247,9 @@ def tune(
 ) -> TuningResult:
     """Score every point on the tuning part, pick the best, re-score it on the held-back part."""
     parse_metric(metric)
-    points = grid_points(axes, search=search, trials=trials, seed=seed)
-    configs = [(point_name(point), apply_point(base, point)) for point in points]
-    for name, config in configs:
-        _check_chunker(name, config)
+    checked = checked_points(base, axes, search=search, trials=trials, seed=seed)
+    points = [point for point, _ in checked]
+    configs = [(point_name(point), config) for point, config in checked]
     tuning_part, held_part = split_queries(dataset, holdout, seed)
     total = len(configs) + 1
 
@@ -326,14 +350,6 @@ def _chunker_param_hints(chunker: str) -> dict[str, Any]:
     """Type hints of the chunker's parameters (empty for a chunker that declares none)."""
     params = _params_class(chunker)
     return typing.get_type_hints(params) if params is not None else {}
-
-
-def _check_chunker(name: str, config: PipelineConfig) -> None:
-    """Validate a point's chunker parameters without loading models; the error names the point."""
-    try:
-        normalised_params(config.chunking.name, config.chunking.params)
-    except ConfigError as exc:
-        raise ConfigError(f"grid point {name!r}: {exc}") from None
 
 
 def _number(key: str, text: str) -> Number:
