@@ -114,6 +114,39 @@ def test_bad_query_lines_name_the_file_and_line(tmp_path: Path, query: object, r
     assert reason in err.value.reason
 
 
+@pytest.mark.parametrize(
+    ("line", "reason"),
+    [
+        ('{"doc_id": "", "text": "hello there"}', "the document's id is blank"),
+        ('{"doc_id": " ", "text": "hello there"}', "the document's id is blank"),
+        ('{"doc_id": "n", "text": "hello\\u0000there"}', "the document's text holds a NUL character at"),
+        ("[" * 100_000, "invalid JSON: nested too deeply"),
+    ],
+    ids=["empty-id", "blank-id", "nul", "nested"],
+)
+def test_bad_corpus_lines_name_the_file_and_line(tmp_path: Path, line: str, reason: str) -> None:
+    """What no store could index is refused when the data set loads, naming its line (a blank id or a
+    NUL character failed only when the first configuration indexed it, without the line; a deeply
+    nested line raised a RecursionError)."""
+    folder = write(tmp_path / "d", DOCS, [{"qid": "q", "query": "why", "gold_docs": ["a"]}])
+    corpus = folder / "corpus.jsonl"
+    corpus.write_text(corpus.read_text(encoding="utf-8") + line + "\n", encoding="utf-8")
+    with pytest.raises(DatasetError) as err:
+        load_dataset(folder)
+    assert err.value.source == f"{corpus.as_posix()}:{len(DOCS) + 1}"
+    assert err.value.reason.startswith(reason)
+
+
+def test_a_byte_order_mark_opening_a_file_is_read_past(tmp_path: Path) -> None:
+    """Files written on Windows often open with a UTF-8 byte-order mark; it is no part of the first line."""
+    folder = write(tmp_path / "d", DOCS, [{"qid": "q", "query": "why", "gold_docs": ["a"]}])
+    for name in ("corpus.jsonl", "queries.jsonl"):
+        (folder / name).write_bytes(b"\xef\xbb\xbf" + (folder / name).read_bytes())
+    dataset = load_dataset(folder)
+    assert [d.id for d in dataset.documents] == [d["doc_id"] for d in DOCS]
+    assert [q.qid for q in dataset.queries] == ["q"]
+
+
 def test_text_that_is_not_unicode_names_the_file_and_line(tmp_path: Path) -> None:
     """A byte that is not UTF-8, or a JSON escape of a lone surrogate in a document, is refused where it
     stands, not later as a raw decoding or encoding error."""

@@ -27,6 +27,7 @@ from typing import Any
 from chunkwise.document import Document, lone_surrogate
 from chunkwise.errors import DatasetError, QueryError
 from chunkwise.evaluation.items import Span
+from chunkwise.ingest.pipeline import unstorable_text
 from chunkwise.parsing.text import text_document
 from chunkwise.terms import check_query
 
@@ -113,8 +114,8 @@ def _lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
     with handle:
         for number, raw in enumerate(handle, start=1):
             source = f"{path.as_posix()}:{number}"
-            try:
-                line = raw.decode("utf-8")
+            try:  # a byte-order mark opens many files written on Windows: it is no part of the JSON
+                line = raw.decode("utf-8-sig" if number == 1 else "utf-8")
             except UnicodeDecodeError as exc:
                 raise DatasetError(
                     source, f"not UTF-8 text (byte 0x{raw[exc.start]:02x} at column {exc.start + 1})"
@@ -125,6 +126,8 @@ def _lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
                 record = json.loads(line)
             except json.JSONDecodeError as exc:
                 raise DatasetError(source, f"invalid JSON: {exc.msg}") from exc
+            except RecursionError:
+                raise DatasetError(source, "invalid JSON: nested too deeply") from None
             if not isinstance(record, dict):
                 raise DatasetError(source, "expected a JSON object")
             yield source, record
@@ -148,7 +151,10 @@ def _load_corpus(path: Path) -> tuple[Document, ...]:
         text = _field(record, "text", str, source)
         if doc_id in documents:
             raise DatasetError(source, f"duplicate doc_id {doc_id!r}")
-        documents[doc_id] = text_document(doc_id, text, source=source)
+        document = text_document(doc_id, text, source=source)
+        if reason := unstorable_text(document):  # here, not when the first configuration indexes it
+            raise DatasetError(source, reason)
+        documents[doc_id] = document
     if not documents:
         raise DatasetError(path.as_posix(), "no documents")
     return tuple(documents.values())
