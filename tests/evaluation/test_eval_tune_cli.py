@@ -95,3 +95,34 @@ def test_dry_runs_print_estimates_and_spend_nothing(data_dir: Path, tmp_path: Pa
     assert "total llm" in tuned.stdout
     assert not (tmp_path / "e.json").exists()
     assert not (tmp_path / "cache" / "chunkwise" / "eval").exists()
+
+
+@pytest.mark.parametrize("command", ["eval", "tune"])
+def test_a_span_metric_on_document_gold_is_refused_before_a_dry_run(
+    data_dir: Path, tmp_path: Path, command: str
+) -> None:
+    """rmc_mini has document gold only: ``iou@5`` is refused before anything is estimated or run (a dry
+    run passed, and the real run failed after indexing)."""
+    grid = ["--grid", "size=400,800"] if command == "tune" else []
+    done = run_chunkwise(
+        command, "--data", str(data_dir / "eval" / "rmc_mini"), *grid, "--metric", "iou@5",
+        "--json", str(tmp_path / "out.json"), "--dry-run", cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr.startswith("error: metric iou@5: needs span gold, and query 'rmc-")
+
+
+def test_tune_maximises_document_recall_on_document_gold_by_default(data_dir: Path, tmp_path: Path) -> None:
+    """``tune``'s default metric, iou@5, needs span gold; on a data set of document gold the default is
+    doc_recall@5, so ``tune`` without ``--metric`` runs there (it failed on every such set)."""
+    base = tmp_path / "bm25.toml"
+    base.write_text(BM25_ONLY, encoding="utf-8")
+    out = tmp_path / "tune.json"
+    done = run_chunkwise(
+        "tune", "--data", str(data_dir / "eval" / "rmc_mini"), "--grid", "size=400,1600",
+        "--config", str(base), "--json", str(out), cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    data = json.loads(out.read_text(encoding="utf-8"))
+    assert data["metric"] == "doc_recall@5"
+    assert verify_tuning(data) == []

@@ -30,6 +30,7 @@ from chunkwise.evaluation.html_report import render_html
 from chunkwise.evaluation.metrics import parse_metrics
 from chunkwise.evaluation.report import EvaluationReport
 from chunkwise.evaluation.runner import EvalProgress, evaluate
+from chunkwise.evaluation.scoring import require_span_gold
 from chunkwise.models.config import cache_root
 from chunkwise.settings import read_toml
 
@@ -95,7 +96,8 @@ def eval_command(
     check_output(html_out, "--html")
     dataset = load_dataset(data, limit=limit, seed=seed, distractors=distractors)
     configs = load_configs(config or [], preset)
-    parse_metrics(metric or [])  # a bad name fails a dry run too, not only the real run
+    # a bad name, or a span metric on document gold, fails a dry run too, not only the real run
+    require_span_gold(parse_metrics(metric or []), (q.qid for q in dataset.queries if not q.spans))
     if dry_run:
         estimate = estimate_run(dataset, [pipeline for _, pipeline in configs])
         title = f"estimate: {len(configs)} configuration(s) on {len(dataset.queries)} queries"

@@ -24,6 +24,7 @@ from chunkwise.cli.terminal import markup_literal, plain, rich_console
 from chunkwise.evaluation.datasets import load_dataset
 from chunkwise.evaluation.estimate import estimate_run
 from chunkwise.evaluation.metrics import parse_metric
+from chunkwise.evaluation.scoring import require_span_gold
 from chunkwise.evaluation.tuning import (
     TuningProgress,
     TuningResult,
@@ -60,7 +61,14 @@ def tune_command(
     grid: Annotated[str, typer.Option("--grid", help="Values to try, e.g. 'size=100,200;overlap=0,0.1'.")],
     json_out: Annotated[Path | None, typer.Option("--json", help="Where to write the JSON results.")] = None,
     chunker: Annotated[str | None, typer.Option("--chunker", help="Chunker (default: the config's).")] = None,
-    metric: Annotated[str, typer.Option("--metric", help="Metric to maximise, e.g. iou@5.")] = "iou@5",
+    metric: Annotated[
+        str | None,
+        typer.Option(
+            "--metric",
+            help="Metric to maximise, e.g. iou@5 (the default), or doc_recall@5 (the default for data "
+            "with document gold only).",
+        ),
+    ] = None,
     search: Annotated[
         str, typer.Option("--search", help="grid (every point) or random (--trials points).")
     ] = "grid",
@@ -87,7 +95,11 @@ def tune_command(
     if chunker is not None:
         base = replace(base, chunking=replace(base.chunking, name=chunker))
     axes = parse_grid(grid, base.chunking.name)
-    parse_metric(metric)  # a bad name fails a dry run too, not only the real run
+    without_spans = [q.qid for q in dataset.queries if not q.spans]
+    if metric is None:
+        metric = "doc_recall@5" if without_spans else "iou@5"
+    # a bad name, or a span metric on document gold, fails a dry run too, not only the real run
+    require_span_gold([parse_metric(metric)], without_spans)
     checked = checked_points(base, axes, search=mode, trials=trials, seed=seed)  # before any progress
     if dry_run:
         configs = [config for _, config in checked]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from chunkwise.errors import ConfigError
@@ -16,8 +16,15 @@ from chunkwise.evaluation.report import ConfigResult, QueryRecord
 
 def check_gold(runs: Sequence[QueryRun], metrics: Sequence[Metric]) -> None:
     """Raise :class:`~chunkwise.errors.ConfigError` if a span metric meets a query without span gold."""
+    require_span_gold(metrics, (run.qid for run in runs if not run.gold_spans))
+
+
+def require_span_gold(metrics: Sequence[Metric], without_spans: Iterable[str]) -> None:
+    """Raise :class:`~chunkwise.errors.ConfigError` if ``metrics`` hold a span metric and
+    ``without_spans`` (the ids of the queries with document gold only) is not empty; a command checks
+    its data set this way before it runs (or estimates) anything."""
     span_metrics = [m.name for m in metrics if m.gold == "spans"]
-    missing = next((run.qid for run in runs if not run.gold_spans), None)
+    missing = next(iter(without_spans), None)
     if span_metrics and missing is not None:
         raise ConfigError(
             f"metric {span_metrics[0]}: needs span gold, and query {missing!r} has only document gold;"
