@@ -9,7 +9,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import subprocess
+import sys
 from contextlib import closing
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -31,6 +34,7 @@ from tests.support.store import (
 )
 
 FRAME = 24 + 4096  # a write-ahead-log frame of the default page size
+REPO = Path(__file__).resolve().parents[1]
 
 
 @pytest.fixture
@@ -262,6 +266,49 @@ def test_a_damaged_log_is_refused_kept_and_repaired(tmp_path):
         assert store.check() == []
     assert (kb / f"{DB_NAME}-wal.damaged").read_bytes() == damaged
     assert SQLiteStore(kb, read_only=True).counts()["documents"] == kept
+
+
+#: A process that commits a small document again and again for ``argv[2]`` seconds into the store at
+#: ``argv[1]``, printing ``ready`` once it has begun.
+WRITER = """
+import sys, time
+from chunkwise.kb import KnowledgeBase
+from chunkwise.models import Models
+from tests.support.fakes import HashEmbedder
+
+with KnowledgeBase(sys.argv[1], models=Models(embedder=HashEmbedder())) as kb:
+    end, i = time.monotonic() + float(sys.argv[2]), 0
+    while time.monotonic() < end:
+        i += 1
+        kb.add_bytes([(f"gen{i % 3}.md", f"# Gen {i}\\n\\nLounge {i} is open.".encode())])
+        if i == 3:
+            print("ready", flush=True)
+"""
+
+
+def test_a_store_another_process_is_writing_opens_without_false_damage(tmp_path):
+    """One process commits as fast as it can while this one opens the store again and again: its log,
+    read without a lock while the writer appends to it or begins it again, looked damaged to two opens
+    in three ("frame 291 of 1022 does not check out"), and told the user to repair a healthy store."""
+    kb = tmp_path / "kb"
+    SQLiteStore(kb).close()
+    writer = subprocess.Popen(
+        [sys.executable, "-c", WRITER, str(kb), "8"], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        assert writer.stdout is not None
+        assert writer.stdout.readline() == "ready\n"
+        opened = 0
+        while writer.poll() is None:
+            for read_only in (True, False):
+                SQLiteStore(kb, read_only=read_only).close()  # raised CorruptStoreError
+                opened += 1
+    finally:
+        writer.wait(60)
+    assert writer.returncode == 0
+    assert opened > 10
+    with SQLiteStore(kb, read_only=True) as store:
+        assert store.check() == []
 
 
 def test_a_log_with_an_overwritten_header_is_refused(tmp_path):

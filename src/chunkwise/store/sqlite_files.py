@@ -19,8 +19,10 @@ recurrence, computed here with numpy for a block of frames at a time.
 
 from __future__ import annotations
 
+import os
 import stat
 import struct
+import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -88,9 +90,48 @@ def check_usable(db: Path, location: str) -> None:
         )
 
 
+#: Reads of a database's files that show damage while another process changes them, before the
+#: files are taken to be in use (see :func:`damage`), and the pause between two reads.
+_SCANS = 5
+_SCAN_PAUSE_S = 0.05
+
+
 def damage(db: Path) -> list[str]:
     """What is wrong with a database that can be opened: a file shorter than its header says (when the
-    log holds no commit that would explain it), a write-ahead log that would lose commits."""
+    log holds no commit that would explain it), a write-ahead log that would lose commits.
+
+    Damage is reported only when the files did not change while they were read. Another process may be
+    writing: its frames, half written or beyond a log it has just begun again (new salts over old
+    frames), look like damage to a reader that takes no lock, and a checkpoint grows the database
+    before its header says so. So a verdict of damage is read again until the files hold still between
+    reading them and their verdict (``_SCANS`` times at most, ``_SCAN_PAUSE_S`` apart); files that keep
+    changing are in use by a live writer, which SQLite's own locks protect, and are reported healthy."""
+    for attempt in range(_SCANS):
+        if attempt:
+            time.sleep(_SCAN_PAUSE_S)
+        before = _state(db)
+        problems = _damage(db)
+        if not problems or _state(db) == before:
+            return problems
+    return []
+
+
+def _state(db: Path) -> list[tuple[int, int, bytes] | None]:
+    """Size, modification time and header of the database and of its write-ahead log (``None`` for a
+    missing file): what any write to them changes."""
+    found: list[tuple[int, int, bytes] | None] = []
+    for path, header in ((db, DB_HEADER), (wal_path(db), WAL_HEADER)):
+        try:
+            with path.open("rb") as file:
+                info = os.fstat(file.fileno())
+                found.append((info.st_size, info.st_mtime_ns, file.read(header)))
+        except FileNotFoundError:
+            found.append(None)
+    return found
+
+
+def _damage(db: Path) -> list[str]:
+    """:func:`damage` as the files read now, whether or not another process is writing them."""
     problems = []
     committed, wal_problem = wal_frames(wal_path(db))
     if wal_problem:
