@@ -9,11 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+import chunkwise
 from chunkwise.chunking import get_chunker
 from chunkwise.chunking.chunk import Chunk
 from chunkwise.config import from_dict
 from chunkwise.document import Document
 from chunkwise.ingest.headers import TITLE_CHARS, TITLE_TOKENS
+from chunkwise.ingest.pipeline import SHARED_ID
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
 from chunkwise.parsing.text import text_document
@@ -199,3 +201,22 @@ def test_a_blank_document_id_fails_its_document_alone(tmp_path: Path) -> None:
         report = kb.add_documents([Document("  ", "Lounges open at six."), Document("lounges.txt", "Six.")])
         assert (report.added, report.failed) == (["lounges.txt"], [("'  '", "the document's id is blank")])
         assert [d.doc_id for d in kb.store.documents()] == ["gates.md", "lounges.txt"]
+
+
+def test_a_second_document_with_an_earlier_ones_id_and_other_text_fails_alone(tmp_path: Path) -> None:
+    """Two strings given to ``chunkwise.parse`` are both ``text``: storing both replaced the first with
+    the second in the same call, reported as added and replaced. The second is refused now, naming the
+    id; the same document given twice is stored once and skipped once."""
+    first, second = chunkwise.parse("Gates close early."), chunkwise.parse("Lounges open at six.")
+    assert first.id == second.id == "text"
+    same = b"# Gates\n\nGates close twenty minutes before departure."
+    with KnowledgeBase(tmp_path / "kb", models=Models(embedder=HashEmbedder())) as kb:
+        report = kb.add_documents([first, second, first])
+        assert (report.added, report.skipped, report.failed) == (["text"], ["text"], [("text", SHARED_ID)])
+        report = kb.add_bytes([("gates.md", same), ("gates.md", same), ("gates.md", b"# Other\n\nText.")])
+        assert (report.added, report.skipped) == (["gates.md"], ["gates.md"])
+        assert report.failed == [("gates.md", SHARED_ID)]
+        assert [(d.doc_id, d.chunks) for d in kb.documents()] == [("gates.md", 1), ("text", 1)]
+        texts = {hit.text for hit in kb.search("lounges open at six, gates close early", k=5)}
+        assert "Gates close early." in texts
+        assert "Lounges open at six." not in texts

@@ -197,16 +197,24 @@ class IngestPipeline:
         sink = partial(self.store_prepared, fingerprint=fingerprint)
         batch = _Batch(self, total, on_progress, self.models.embedder(), sink)
         began = time.perf_counter()
+        contents: dict[str, str] = {}  # the ids of the batch's documents, with their texts' hashes
         try:
             for item in items:
                 if isinstance(item, Failure):
                     batch.fail(item.source, item.reason)
                 elif invalid := unstorable_text(item):
                     batch.fail(shown_id(item.id), invalid)
-                elif self.unchanged(item, fingerprint):
-                    batch.done(item.id, "skipped")
+                elif item.id in contents:  # the same document again is skipped, another refused
+                    if contents[item.id] == item.content_hash:
+                        batch.done(item.id, "skipped")
+                    else:
+                        batch.fail(shown_id(item.id), SHARED_ID)
                 else:
-                    batch.prepare(item)
+                    contents[item.id] = item.content_hash
+                    if self.unchanged(item, fingerprint):
+                        batch.done(item.id, "skipped")
+                    else:
+                        batch.prepare(item)
             batch.flush()
         finally:
             batch.report.seconds = time.perf_counter() - began
@@ -490,6 +498,11 @@ def chunk_texts(items: Sequence[Prepared]) -> list[str]:
     """What the embedder reads for every embedded row of ``items``, in order: each chunk's header + text
     (but the pooled chunks'), then each window's."""
     return [p.text(row) for p in items for row in p.embedded]
+
+
+#: Why a document is refused whose id an earlier document of its batch has, with another text: storing
+#: it would replace that one in the same call (two strings given to ``chunkwise.parse``, both ``text``).
+SHARED_ID = "an earlier document of this batch has the same id and another text; give each its own id"
 
 
 def shown_id(doc_id: str) -> str:
