@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from pathlib import Path
 
 import pytest
@@ -13,6 +14,7 @@ from chunkwise.chunking import CHUNKERS, get_chunker, get_counter
 from chunkwise.chunking.measure import RunTokenMeasure, TokenMeasure
 from chunkwise.chunking.sentences import split_sentences
 from chunkwise.chunking.tokens import BLOCK_CHARS, CHINESE_CHARACTERS, HFTokenCounter, TiktokenCounter
+from chunkwise.config import from_dict
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
 from chunkwise.models.bundled import minilm_dir
@@ -113,6 +115,14 @@ def test_counter_errors_are_config_errors(tmp_path, offline_tiktoken) -> None:  
 def test_bad_params(params: dict[str, object], message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         get_chunker("recursive", **params)
+
+
+@pytest.mark.parametrize("unit", ["words", "hf:", "tiktoken: ", "bytes:cl100k_base"])
+def test_an_unknown_unit_fails_when_the_configuration_is_read(unit: str) -> None:
+    """A misspelt unit was accepted by ``load_config`` and failed every document at ingest; it is a
+    ``ConfigError`` naming the setting when the configuration is read now, before any model loads."""
+    with pytest.raises(ConfigError, match=rf"^chunking: recursive: unknown size unit '{re.escape(unit)}'"):
+        from_dict({"chunking": {"name": "recursive", "params": {"max_size": 800, "unit": unit}}})
 
 
 def test_semantic_and_registry_params() -> None:

@@ -17,7 +17,7 @@ from chunkwise.chunking.boundaries import RECURSIVE_LEVELS, Level
 from chunkwise.chunking.chunk import Chunk
 from chunkwise.chunking.enforce import ContextFn, Piece, SizeLimits, finalize
 from chunkwise.chunking.measure import Measure, measure_for
-from chunkwise.chunking.tokens import TokenCounter, get_counter
+from chunkwise.chunking.tokens import TokenCounter, check_unit, get_counter
 from chunkwise.chunking.trim import NON_SPACE
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
@@ -82,6 +82,7 @@ class ChunkerParams:
             raise ConfigError(
                 f"overlap must be >= 0 and below max_size ({self.max_size}), got {self.overlap}"
             )
+        check_unit(self.unit)
         if self.unit != "chars" and self.max_size - self.overlap_units < MIN_TOKEN_BUDGET:
             raise ConfigError(f"max_size minus overlap must be at least {MIN_TOKEN_BUDGET} tokens")
 

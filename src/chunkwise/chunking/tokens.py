@@ -327,8 +327,21 @@ def _block_starts(text: str) -> list[int]:
 
 
 @functools.lru_cache(maxsize=16)
+def check_unit(name: str) -> None:
+    """Raise :class:`ConfigError` unless ``name`` is a size unit :func:`get_counter` knows, without
+    loading it, so that a configuration with a misspelt unit fails when it is read, not at every
+    document's chunking."""
+    prefix, colon, rest = name.partition(":")
+    if name in COUNTER_NAMES or (colon and prefix in ("hf", "tiktoken") and rest.strip()):
+        return
+    raise ConfigError(
+        f"unknown size unit {name!r}: use one of {', '.join(COUNTER_NAMES)}, hf:<path>, tiktoken:<enc>"
+    )
+
+
 def get_counter(name: str = "chars") -> TokenCounter:
     """The counter called ``name`` (see the module docstring); loaded once per process."""
+    check_unit(name)
     if name == "chars":
         return CharCounter()
     if name in ("tokens", "minilm"):
@@ -337,8 +350,4 @@ def get_counter(name: str = "chars") -> TokenCounter:
         return HFTokenCounter(minilm_dir() / "tokenizer.json", name=name)
     if name.startswith("hf:"):
         return HFTokenCounter(name[3:], name=name)
-    if name.startswith("tiktoken:"):
-        return TiktokenCounter(name[len("tiktoken:") :])
-    raise ConfigError(
-        f"unknown size unit {name!r}: use one of {', '.join(COUNTER_NAMES)}, hf:<path>, tiktoken:<enc>"
-    )
+    return TiktokenCounter(name[len("tiktoken:") :])
