@@ -156,9 +156,11 @@ def test_chunkers_health_openapi_and_the_page(client: httpx.Client) -> None:
 
 def test_metrics_count_requests_latency_and_model_calls(client: httpx.Client) -> None:
     client.post("/v1/search", json={"query": "lounge access rules", "k": 2}).raise_for_status()
-    client.post("/v1/search", json={"query": ""})
+    client.post("/v1/search", json={"query": ""})  # no word: 400
+    client.post("/v1/search", json={"query": "lounge", "k": 0})  # out of range: 422
     text = client.get("/metrics").text
     assert 'chunkwise_http_requests_total{method="POST",route="/v1/search",status="200"}' in text
+    assert 'chunkwise_http_requests_total{method="POST",route="/v1/search",status="400"}' in text
     assert 'chunkwise_http_requests_total{method="POST",route="/v1/search",status="422"}' in text
     assert 'chunkwise_http_request_seconds_bucket{le="0.005",method="POST",route="/v1/search"}' in text
     assert 'chunkwise_model_tokens_total{kind="input",role="embedder"}' in text

@@ -53,6 +53,9 @@ def test_malformed_json_and_wrong_types(client: httpx.Client) -> None:
     _error(client.post("/v1/chunk", json={"text": "a text", "params": []}), 422, "invalid_request")
     _error(client.post("/v1/chunk", json=["a text"]), 422, "invalid_request")
     _error(client.post("/v1/search", json={"query": "?!"}), 400, "query_error")
+    for path in ("/v1/search", "/v1/segments", "/v1/answer"):  # no word, as the README says: 400 (was 422)
+        for query in ("", "   "):
+            assert "holds no word" in _error(client.post(path, json={"query": query}), 400, "query_error")
 
 
 def test_chunker_parameters_keep_their_json_types(client: httpx.Client) -> None:
