@@ -15,6 +15,7 @@ import pytest
 
 from chunkwise import config as config_module
 from chunkwise.config import ChunkingConfig, from_dict
+from chunkwise.document import Document
 from chunkwise.errors import QueryError
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.kb import KnowledgeBase
@@ -23,7 +24,7 @@ from chunkwise.parsing.text import text_document
 from chunkwise.query.answer import NOT_FOUND
 from chunkwise.query.trace import Trace
 from tests.support.documents import doc_from_markdown_lines, format_docs
-from tests.support.fakes import FakeLLM, on_prompt
+from tests.support.fakes import FakeLLM, HashEmbedder, on_prompt
 from tests.support.openai_server import OpenAIServer
 
 QUESTION = "What is the maximum weight of a checked bag in CloudSaver economy?"
@@ -339,6 +340,48 @@ def test_the_pipeline_and_expand_paths_take_a_single_path_as_one_path(tmp_path, 
         expand_paths(b".")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="NoneType"):
         expand_paths([None])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(
+    ("call", "argument", "message"),
+    [
+        (
+            "add_bytes",
+            ("gates.md", b"# Gates"),
+            r"files\[0\] is not a \(name: str, content: bytes\) pair: 'gates.md'",
+        ),
+        ("add_bytes", [("gates.md", "# Gates")], r"files\[0\] is not a \(name: str, content: bytes\) pair"),
+        ("add_bytes", [(None, b"# Gates")], r"files\[0\] is not a \(name: str, content: bytes\) pair"),
+        ("add_bytes", (pair for pair in [("gates.md", b"# Gates")]), "not generator"),
+        ("add_bytes", b"# Gates", "not bytes"),
+        ("add_documents", ["Gates close early."], r"docs\[0\] is a str, not a Document"),
+        ("add_documents", Document("gates.txt", "Gates close early."), "put a single document in a list"),
+        ("add_documents", (d for d in [Document("g.txt", "Gates.")]), "not generator"),
+    ],
+    ids=[
+        "one-pair",
+        "str-content",
+        "no-name",
+        "generator",
+        "bytes",
+        "a-text",
+        "one-document",
+        "documents-generator",
+    ],
+)
+def test_add_bytes_and_add_documents_refuse_the_wrong_shape_up_front(
+    tmp_path: Path, call: str, argument: object, message: str
+) -> None:
+    """As ``add`` refuses what is not paths: a ``TypeError`` naming the argument and the item, before
+    anything is stored (``str`` content failed per item as an "unexpected TypeError", one pair alone
+    raised "too many values to unpack", a document alone "'Document' object is not iterable")."""
+    with KnowledgeBase(tmp_path / "kb", models=Models(embedder=HashEmbedder())) as kb:
+        with pytest.raises(TypeError, match=message):
+            getattr(kb, call)(argument)
+        assert kb.documents() == []
+        # the pipeline, called directly, alike
+        with pytest.raises(TypeError, match=r"^(files|docs) must be a sequence"):
+            getattr(kb.ingest, call)(7)
 
 
 def test_a_k_below_one_is_refused(built, embedder):

@@ -27,6 +27,7 @@ from chunkwise.config import PipelineConfig, from_dict, load_config
 from chunkwise.document import Document
 from chunkwise.errors import ConfigError
 from chunkwise.ingest.copy import CopyReport, copy_store
+from chunkwise.ingest.inputs import byte_files, document_list
 from chunkwise.ingest.paths import path_list
 from chunkwise.ingest.pipeline import IngestPipeline
 from chunkwise.ingest.reembed import ReembedReport, reembed
@@ -162,12 +163,22 @@ class KnowledgeBase:
         self, files: Sequence[tuple[str, bytes]], on_progress: ProgressFn | None = None
     ) -> IngestReport:
         """Parse and store in-memory files, each a ``(name, content)`` pair; the name is the document id
-        (a server's uploads come this way). Per-file errors are in ``report.failed``, as with :meth:`add`."""
+        (a server's uploads come this way). Per-file errors are in ``report.failed``, as with :meth:`add`.
+
+        Raises:
+            TypeError: ``files`` is not a sequence of ``(str, bytes)`` pairs (nothing is stored).
+        """
+        pairs = byte_files(files)
         self._record_config()
-        return self.ingest.add_bytes(files, on_progress)
+        return self.ingest.add_bytes(pairs, on_progress)
 
     def add_documents(self, docs: Sequence[Document], on_progress: ProgressFn | None = None) -> IngestReport:
-        """Store already-parsed documents (evaluation data sets come this way)."""
+        """Store already-parsed documents (evaluation data sets come this way).
+
+        Raises:
+            TypeError: ``docs`` is not a sequence of documents (nothing is stored).
+        """
+        docs = document_list(docs)
         self._record_config()
         return self.ingest.add_documents(docs, on_progress)
 

@@ -52,6 +52,7 @@ from chunkwise.errors import (
     failure_reason,
 )
 from chunkwise.ingest.headers import ContextualHeaders
+from chunkwise.ingest.inputs import byte_files, document_list
 from chunkwise.ingest.paths import Paths, expand_paths
 from chunkwise.ingest.report import IngestEvent, IngestReport, ProgressFn, Status
 from chunkwise.ingest.windows import window_spans
@@ -182,12 +183,22 @@ class IngestPipeline:
         self, files: Sequence[tuple[str, bytes]], on_progress: ProgressFn | None = None
     ) -> IngestReport:
         """Parse and ingest in-memory files, each a ``(name, content)`` pair: the name is the document
-        id and, by its extension, the format hint (files uploaded to a server come this way)."""
-        return self.run(_parsed_bytes(files, self.config.limits.parse_limits()), len(files), on_progress)
+        id and, by its extension, the format hint (files uploaded to a server come this way).
+
+        Raises:
+            TypeError: ``files`` is not a sequence of ``(str, bytes)`` pairs.
+        """
+        pairs = byte_files(files)
+        return self.run(_parsed_bytes(pairs, self.config.limits.parse_limits()), len(pairs), on_progress)
 
     def add_documents(self, docs: Sequence[Document], on_progress: ProgressFn | None = None) -> IngestReport:
-        """Ingest already-parsed documents (evaluation data sets come this way)."""
-        return self.run(iter(docs), len(docs), on_progress)
+        """Ingest already-parsed documents (evaluation data sets come this way).
+
+        Raises:
+            TypeError: ``docs`` is not a sequence of documents.
+        """
+        documents = document_list(docs)
+        return self.run(iter(documents), len(documents), on_progress)
 
     def run(
         self, items: Iterable[Document | Failure], total: int, on_progress: ProgressFn | None = None
