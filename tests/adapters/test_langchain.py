@@ -13,7 +13,7 @@ from langchain_text_splitters import TextSplitter
 from pydantic import ValidationError
 
 from chunkwise.adapters.langchain import ChunkwiseRetriever, ChunkwiseTextSplitter
-from chunkwise.errors import QueryError
+from chunkwise.errors import ConfigError, QueryError
 from chunkwise.kb import KnowledgeBase
 from tests.adapters.conftest import EVERY_CHUNKER, TEXT
 
@@ -130,3 +130,13 @@ def test_each_chunk_gets_its_own_copy_of_nested_metadata() -> None:
     assert [d.metadata["tags"] for d in docs[1:]] == [["policy"]] * (len(docs) - 1)
     assert {d.metadata["owner"]["team"] for d in docs[1:]} == {"ops"}
     assert given == {"tags": ["policy"], "owner": {"team": "ops"}}
+
+
+@pytest.mark.parametrize("format_", ["pdf", "docx", "Markdown", ""])
+def test_a_format_a_string_cannot_have_is_refused_when_the_splitter_is_made(format_: str) -> None:
+    """``format="pdf"`` was taken, and every ``split_text`` then failed ("the PDF is truncated")."""
+    with pytest.raises(ConfigError, match=f"format {format_!r}: a string is read as text, markdown, html"):
+        ChunkwiseTextSplitter("fixed", format=format_)
+    assert ChunkwiseTextSplitter("fixed", format="html").split_text("<p>Gates close early.</p>") == [
+        "Gates close early."
+    ]

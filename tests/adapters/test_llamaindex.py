@@ -203,3 +203,9 @@ def test_async_entry_points_run_in_threads_and_overlap(tmp_path: Path) -> None:
             expected_nodes = [parser.get_nodes_from_documents([d]) for d in documents]
             for got, want in zip(results, expected_nodes, strict=True):
                 assert [(n.text, n.start_char_idx) for n in got] == [(n.text, n.start_char_idx) for n in want]
+
+
+def test_a_format_a_string_cannot_have_is_refused_when_the_parser_is_made() -> None:
+    """As the LangChain splitter: the node parser reads strings, so ``pdf`` is no format it can take."""
+    with pytest.raises(ConfigError, match="format 'pdf': a string is read as text, markdown, html"):
+        ChunkwiseNodeParser(chunker="fixed", format="pdf")

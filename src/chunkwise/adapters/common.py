@@ -9,9 +9,13 @@ from typing import Any
 
 from chunkwise.api import verbatim_document
 from chunkwise.chunking import Chunk, get_chunker
+from chunkwise.errors import ConfigError
 from chunkwise.models.context import Models
 from chunkwise.parsing import parse_bytes
 from chunkwise.query.pipeline import Hit
+
+#: How a string may be read: formats of text (a binary format's bytes are no string).
+STRING_FORMATS = ("text", "markdown", "html")
 
 
 class StringChunker:
@@ -26,6 +30,11 @@ class StringChunker:
     def __init__(
         self, name: str, *, format: str = "text", models: Models | None = None, **params: Any
     ) -> None:
+        if format not in STRING_FORMATS:
+            raise ConfigError(
+                f"format {format!r}: a string is read as {', '.join(STRING_FORMATS)} (a PDF, DOCX or PPTX "
+                "is a file: parse it with chunkwise.parse and chunk the document)"
+            )
         self.format = format
         self.verbatim = format == "text"
         self.chunker = get_chunker(name, models=models if models is not None else Models(), **params)
