@@ -508,5 +508,12 @@ def check_config(config: PipelineConfig) -> None:
 
 
 def load_config(path: str | Path | None = None, preset: str | None = None) -> PipelineConfig:
-    """Read a TOML file (or none) and apply it over the preset; :class:`ConfigError` names the problem."""
-    return from_dict({} if path is None else read_toml(path), preset)
+    """Read a TOML file (or none) and apply it over the preset; :class:`ConfigError` names the problem,
+    and the file (a command may read several)."""
+    if path is None:
+        return from_dict({}, preset)
+    data = read_toml(path)
+    try:
+        return from_dict(data, preset)
+    except ConfigError as exc:
+        raise ConfigError(f"{path}: {exc}") from None

@@ -126,3 +126,22 @@ def test_tune_maximises_document_recall_on_document_gold_by_default(data_dir: Pa
     data = json.loads(out.read_text(encoding="utf-8"))
     assert data["metric"] == "doc_recall@5"
     assert verify_tuning(data) == []
+
+
+def test_a_bad_value_in_one_of_several_configuration_files_names_the_file(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """``eval --config a.toml --config b.toml --config typo.toml``: the error named the key, not which
+    file holds it."""
+    files = []
+    for name, text in (("a", BM25_ONLY), ("b", BM25_ONLY), ("typo", "[chunking]\nnmae = 'fixed'\n")):
+        files += ["--config", str(tmp_path / f"{name}.toml")]
+        (tmp_path / f"{name}.toml").write_text(text, encoding="utf-8")
+    done = run_chunkwise(
+        "eval", "--data", str(data_dir / "eval" / "rmc_mini"), *files, "--json", str(tmp_path / "e.json"),
+        "--dry-run", cache=tmp_path / "cache",
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[0] == (
+        f"error: {tmp_path / 'typo.toml'}: chunking: unknown setting(s) nmae; known: name, params"
+    )

@@ -22,7 +22,7 @@ from chunkwise.cli.dry_run import estimate_table
 from chunkwise.cli.output_files import check_output
 from chunkwise.cli.progress import time_left_progress
 from chunkwise.cli.terminal import markup_literal, plain, rich_console
-from chunkwise.config import PipelineConfig, from_dict
+from chunkwise.config import PipelineConfig, from_dict, load_config
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation.datasets import load_dataset
 from chunkwise.evaluation.estimate import estimate_run
@@ -32,7 +32,6 @@ from chunkwise.evaluation.report import EvaluationReport
 from chunkwise.evaluation.runner import EvalProgress, evaluate
 from chunkwise.evaluation.scoring import require_span_gold
 from chunkwise.models.config import cache_root
-from chunkwise.settings import read_toml
 
 
 def default_workdir() -> Path:
@@ -47,7 +46,7 @@ def load_configs(paths: list[Path], preset: str | None) -> list[tuple[str, Pipel
         return [(preset or "default", from_dict({}, preset))]
     configs: list[tuple[str, PipelineConfig]] = []
     for path in paths:
-        configs.append((path.stem, from_dict(read_toml(path), preset)))
+        configs.append((path.stem, load_config(path, preset)))
     names = [name for name, _ in configs]
     if len(set(names)) != len(names):
         raise ConfigError(f"configuration files need distinct names, got {names}")
