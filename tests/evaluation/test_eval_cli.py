@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -90,3 +91,40 @@ def test_eval_reports_bad_input_on_one_line(data_dir: Path, tmp_path: Path) -> N
     )
     assert done.returncode == 2
     assert f"--scores {missing / 's.json'}: the folder {missing} does not exist" in done.stderr
+
+
+def test_an_output_is_never_another_output_or_a_file_the_command_reads(
+    data_dir: Path, tmp_path: Path
+) -> None:
+    """``--json out.json --html out.json`` kept the HTML alone and lost the results, and ``--json
+    DATA/queries.jsonl`` overwrote the queries; both are refused before any work, the files untouched."""
+    data = tmp_path / "rmc"
+    shutil.copytree(data_dir / "eval" / "rmc_mini", data)
+    queries = (data / "queries.jsonl").read_bytes()
+    config = tmp_path / "bm25.toml"
+    config.write_text("[retrieval]\ndense = false\n", encoding="utf-8")
+    same = tmp_path / "out.json"
+    cases = [
+        (["eval", "--json", str(same), "--html", str(same)], f"--html {same}: --json writes the same file"),
+        (
+            ["eval", "--json", str(data / "queries.jsonl")],
+            f"--json {data / 'queries.jsonl'}: the command reads",
+        ),
+        (["eval", "--json", str(config), "--config", str(config)], f"--json {config}: the command reads"),
+        (
+            ["tune", "--grid", "size=400,800", "--json", str(data / "corpus.jsonl")],
+            "the command reads this file",
+        ),
+    ]
+    for arguments, message in cases:
+        done = run_chunkwise(arguments[0], "--data", str(data), *arguments[1:], cache=tmp_path)
+        assert done.returncode == 2, arguments
+        assert message in done.stderr.splitlines()[0], done.stderr
+    assert (data / "queries.jsonl").read_bytes() == queries
+    assert not same.exists()
+    document = data_dir / "formats" / "Baggage Allowance.md"
+    done = run_chunkwise("chunk", str(document), "--chunker", "logprob", "--scores", str(document))
+    assert (done.returncode, done.stderr.splitlines()[0]) == (
+        2,
+        f"error: --scores {document}: the command reads this file; write to another",
+    )

@@ -22,7 +22,7 @@ import typer
 
 from chunkwise.chunking import CHUNKERS, get_chunker
 from chunkwise.chunking.limits import MAX_CHUNKS
-from chunkwise.cli.output_files import check_output
+from chunkwise.cli.output_files import check_outputs
 from chunkwise.cli.parse_cmd import DEFAULT_LIMITS, MaxBytesOption, MaxCharsOption
 from chunkwise.cli.terminal import json_line, plain, rich_console
 from chunkwise.errors import ConfigError
@@ -86,7 +86,7 @@ def register(app: typer.Typer) -> None:
         """Chunk FILE and print the chunks with their offsets."""
         from chunkwise.parsing import parse_file
 
-        check_output(scores, "--scores")
+        check_outputs({"--scores": scores}, [file])
 
         try:
             params: dict[str, Any] = parse_settings(settings or [])

@@ -19,12 +19,12 @@ import typer
 from rich.table import Table
 
 from chunkwise.cli.dry_run import estimate_table
-from chunkwise.cli.output_files import check_output
+from chunkwise.cli.output_files import check_outputs
 from chunkwise.cli.progress import time_left_progress
 from chunkwise.cli.terminal import markup_literal, plain, rich_console
 from chunkwise.config import PipelineConfig, from_dict, load_config
 from chunkwise.errors import ConfigError
-from chunkwise.evaluation.datasets import load_dataset
+from chunkwise.evaluation.datasets import dataset_files, load_dataset
 from chunkwise.evaluation.estimate import estimate_run
 from chunkwise.evaluation.html_report import render_html
 from chunkwise.evaluation.metrics import parse_metrics
@@ -91,8 +91,7 @@ def eval_command(
     ] = False,
 ) -> None:
     """Evaluate pipeline configurations on a retrieval data set."""
-    check_output(json_out, "--json")
-    check_output(html_out, "--html")
+    check_outputs({"--json": json_out, "--html": html_out}, [*dataset_files(data), *(config or [])])
     dataset = load_dataset(data, limit=limit, seed=seed, distractors=distractors)
     configs = load_configs(config or [], preset)
     # a bad name, or a span metric on document gold, fails a dry run too, not only the real run

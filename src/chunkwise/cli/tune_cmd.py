@@ -18,10 +18,10 @@ from rich.table import Table
 
 from chunkwise.cli.dry_run import estimate_table
 from chunkwise.cli.eval_cmd import default_workdir, load_configs
-from chunkwise.cli.output_files import check_output
+from chunkwise.cli.output_files import check_outputs
 from chunkwise.cli.progress import time_left_progress
 from chunkwise.cli.terminal import markup_literal, plain, rich_console
-from chunkwise.evaluation.datasets import load_dataset
+from chunkwise.evaluation.datasets import dataset_files, load_dataset
 from chunkwise.evaluation.estimate import estimate_run
 from chunkwise.evaluation.metrics import parse_metric
 from chunkwise.evaluation.scoring import require_span_gold
@@ -89,7 +89,7 @@ def tune_command(
     if search not in ("grid", "random"):
         raise typer.BadParameter("--search must be grid or random")
     mode: Literal["grid", "random"] = "random" if search == "random" else "grid"
-    check_output(json_out, "--json")
+    check_outputs({"--json": json_out}, [*dataset_files(data), *([config] if config else [])])
     dataset = load_dataset(data, limit=limit, seed=seed)
     base = load_configs([config] if config else [], preset)[0][1]
     if chunker is not None:

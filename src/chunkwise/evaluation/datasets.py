@@ -33,6 +33,13 @@ from chunkwise.terms import check_query
 
 CORPUS_FILE = "corpus.jsonl"
 QUERIES_FILE = "queries.jsonl"
+
+
+def dataset_files(folder: Path) -> tuple[Path, Path]:
+    """The two files of the data set in ``folder``: its corpus and its queries."""
+    return folder / CORPUS_FILE, folder / QUERIES_FILE
+
+
 _QUERY_FIELDS = frozenset({"qid", "query", "answer", "spans", "gold_docs"})
 
 
@@ -73,9 +80,10 @@ def load_dataset(
 ) -> Dataset:
     """Load and validate the data set in folder ``path``; with ``limit``, :func:`subsample` it."""
     folder = Path(path)
-    documents = _load_corpus(folder / CORPUS_FILE)
+    corpus, queries_file = dataset_files(folder)
+    documents = _load_corpus(corpus)
     texts = {doc.id: doc.text for doc in documents}
-    queries = _load_queries(folder / QUERIES_FILE, texts)
+    queries = _load_queries(queries_file, texts)
     dataset = Dataset(
         name=folder.resolve().name, path=folder.as_posix(), documents=documents, queries=queries
     )
