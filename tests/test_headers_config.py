@@ -131,6 +131,10 @@ def test_every_preset_passes_its_own_checks():
             "segments.preset: unknown RSE preset 'bogus'; choose one of balanced, precision, find_all",
         ),
         ("preset = 'turbo'\n", "unknown preset 'turbo'"),
+        ("preset = ''\n", "unknown preset ''"),  # an empty or list preset was the default, silently
+        ("preset = []\n", r"unknown preset \[\]"),
+        ("[models.prices.gpt]\ninput_per_mtok = -1\n", "models.prices.'gpt': prices must not be negative"),
+        ("[models.prices.gpt]\ncached_input_per_mtok = -0.5\n", "prices must not be negative"),
         ("[retrieval\n", "kb.toml"),
     ],
 )

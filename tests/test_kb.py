@@ -384,6 +384,14 @@ def test_add_bytes_and_add_documents_refuse_the_wrong_shape_up_front(
             getattr(kb.ingest, call)(7)
 
 
+def test_a_configuration_given_as_a_mapping_is_a_type_error_naming_the_readers(tmp_path: Path) -> None:
+    """``KnowledgeBase(path, {"preset": "fast"})`` failed later with "'dict' object has no attribute
+    'retrieval'"; the error names the functions that make a configuration, and no store is made."""
+    with pytest.raises(TypeError, match=r"config must be a PipelineConfig, not dict \(chunkwise.load_config"):
+        KnowledgeBase(tmp_path / "kb", {"preset": "fast"})  # type: ignore[arg-type]
+    assert not (tmp_path / "kb").exists()
+
+
 def test_a_k_below_one_is_refused(built, embedder):
     """``k=-1`` used to return every hit but the last (a ``[:k]`` slice), ``k=0`` none, silently."""
     path, _ = built

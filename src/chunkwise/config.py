@@ -478,8 +478,8 @@ def _check_chunking(config: ChunkingConfig, path: str) -> None:
 def from_dict(data: dict[str, Any], preset: str | None = None) -> PipelineConfig:
     """A configuration from a TOML-shaped mapping: the preset (argument, else ``data["preset"]``, else
     ``default``) with ``data`` applied over it."""
-    name = preset or data.get("preset") or "default"
-    if name not in PRESETS:
+    name = preset or data.get("preset", "default")
+    if not isinstance(name, str) or name not in PRESETS:
         raise ConfigError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)}")
     config = build(PipelineConfig, PRESETS[name], "", PipelineConfig())
     overrides = {k: v for k, v in data.items() if k != "preset"}

@@ -85,6 +85,7 @@ class KnowledgeBase:
     Raises:
         StoreError: the store cannot be opened (see :func:`~chunkwise.store.open_store`).
         ConfigError: neither ``location`` nor ``config.store.url`` names a store.
+        TypeError: ``config`` is not a :class:`~chunkwise.config.PipelineConfig` (a mapping, say).
     """
 
     def __init__(
@@ -95,6 +96,11 @@ class KnowledgeBase:
         models: Models | None = None,
         read_only: bool = False,
     ) -> None:
+        if config is not None and not isinstance(config, PipelineConfig):
+            raise TypeError(
+                f"config must be a PipelineConfig, not {type(config).__name__} (chunkwise.load_config reads "
+                "a TOML file, chunkwise.config.from_dict a mapping)"
+            )
         where = location if location is not None else config.store.url if config else None
         if where is None:
             raise ConfigError("no knowledge base given: pass a location or set [store] url")

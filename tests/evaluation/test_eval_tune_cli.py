@@ -145,3 +145,24 @@ def test_a_bad_value_in_one_of_several_configuration_files_names_the_file(
     assert done.stderr.splitlines()[0] == (
         f"error: {tmp_path / 'typo.toml'}: chunking: unknown setting(s) nmae; known: name, params"
     )
+
+
+@pytest.mark.parametrize(
+    ("arguments", "message"),
+    [
+        (["eval", "--distractors", "2", "--json", "e.json"], "--distractors needs --limit"),
+        (["tune", "--grid", "size=400,800", "--trials", "1"], "--trials needs --search random"),
+    ],
+    ids=["distractors", "trials"],
+)
+def test_an_option_that_would_be_ignored_is_refused(
+    data_dir: Path, tmp_path: Path, arguments: list[str], message: str
+) -> None:
+    """``--distractors`` without ``--limit`` was ignored (and recorded in the results as if used),
+    ``--trials`` of a grid search likewise."""
+    done = run_chunkwise(
+        arguments[0], "--data", str(data_dir / "eval" / "rmc_mini"), *arguments[1:], "--dry-run",
+        cache=tmp_path / "cache", cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert message in done.stderr.splitlines()[0]

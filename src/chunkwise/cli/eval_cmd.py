@@ -92,6 +92,8 @@ def eval_command(
 ) -> None:
     """Evaluate pipeline configurations on a retrieval data set."""
     check_outputs({"--json": json_out, "--html": html_out}, [*dataset_files(data), *(config or [])])
+    if distractors and limit is None:  # every document is kept without --limit: none to add
+        raise typer.BadParameter("--distractors needs --limit (without it every document is kept)")
     dataset = load_dataset(data, limit=limit, seed=seed, distractors=distractors)
     configs = load_configs(config or [], preset)
     # a bad name, or a span metric on document gold, fails a dry run too, not only the real run

@@ -89,6 +89,8 @@ def tune_command(
     if search not in ("grid", "random"):
         raise typer.BadParameter("--search must be grid or random")
     mode: Literal["grid", "random"] = "random" if search == "random" else "grid"
+    if trials is not None and mode == "grid":
+        raise typer.BadParameter("--trials needs --search random (a grid search scores every point)")
     check_outputs({"--json": json_out}, [*dataset_files(data), *([config] if config else [])])
     dataset = load_dataset(data, limit=limit, seed=seed)
     base = load_configs([config] if config else [], preset)[0][1]

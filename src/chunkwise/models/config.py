@@ -117,6 +117,10 @@ class ModelsConfig:
             self.max_tokens is not None and self.max_tokens < 0
         ):
             raise ConfigError(f"{source}: budgets must not be negative")
+        for model, price in self.prices.items():
+            rates = (price.input_per_mtok, price.output_per_mtok, price.cached_input_per_mtok or 0.0)
+            if min(rates) < 0:  # a negative rate makes costs negative, and max_cost never reached
+                raise ConfigError(f"{source}.prices.{model!r}: prices must not be negative, got {price}")
 
     @property
     def endpoint(self) -> str:
