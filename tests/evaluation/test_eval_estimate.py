@@ -14,6 +14,7 @@ from chunkwise.evaluation import Dataset, load_dataset
 from chunkwise.evaluation.estimate import (
     CHARS_PER_TOKEN,
     RELEVANCE_STEPS,
+    RERANK_PAIR_TOKENS,
     RunEstimate,
     estimate_ingest,
     estimate_queries,
@@ -105,6 +106,27 @@ def test_chunkrag_counts_every_llm_stage(xquad: Dataset) -> None:
     assert "chunking" not in stages
     # without answers (what eval runs) there is no answer stage
     assert "answer" not in {s.stage for s in estimate_queries([q.query for q in xquad.queries], config)}
+
+
+def test_the_reranker_is_counted_a_call_a_query_a_pair_a_candidate(xquad: Dataset) -> None:
+    """The ``quality`` and ``chunkrag`` presets rerank: their dry runs showed no reranker use at all."""
+    queries = [q.query for q in xquad.queries]
+    query_tokens = sum(tokens_of(len(q)) for q in queries)
+    quality = from_dict({}, "quality")
+    (rerank,) = [s for s in estimate_queries(queries, quality) if s.stage == "rerank"]
+    depth = quality.rerank.depth
+    assert depth > 0
+    assert (rerank.model, rerank.calls) == ("reranker", len(queries))
+    assert rerank.input_tokens == len(queries) * depth * RERANK_PAIR_TOKENS + depth * query_tokens
+    # every candidate when no depth is set: each retriever's, both retrievers' with BM25 beside dense
+    everything = from_dict(
+        {"rerank": {"enabled": True, "depth": 0}, "chunking": {"params": {"max_size": 200}}}
+    )
+    (rerank,) = [s for s in estimate_queries(queries, everything) if s.stage == "rerank"]
+    pairs = 2 * everything.retrieval.candidates
+    assert rerank.input_tokens == len(queries) * pairs * (tokens_of(200) + 40) + pairs * query_tokens
+    assert "rerank" not in {s.stage for s in estimate_queries(queries, from_dict({}))}
+    assert estimate_run(xquad, [quality]).to_dict()["reranker"]["calls"] == len(queries)
 
 
 def test_llm_headers_two_calls_per_document(xquad: Dataset) -> None:

@@ -2,11 +2,12 @@
 
 For one configuration on one data set, per stage: model calls and input/output tokens of the LLM
 (chunking by an LLM chunker, contextual headers written by the LLM, query rewriting, ChunkRAG's relevance
-scoring of each candidate, answers) and of the embedder (chunks at ingest; the sentences or pieces a
-semantic chunker embeds, one call per document; queries). Nothing is loaded and nothing is called: token
-counts come from character counts at :data:`CHARS_PER_TOKEN` (about right for English under the common
-BPE and WordPiece vocabularies), chunk counts from the size limit and overlap, and call counts from each
-stage's own rules (one call per window, per document, per query, three per scored candidate).
+scoring of each candidate, answers), of the embedder (chunks at ingest; the sentences or pieces a
+semantic chunker embeds, one call per document; queries) and of the reranker (the pairs it scores).
+Nothing is loaded and nothing is called: token counts come from character counts at
+:data:`CHARS_PER_TOKEN` (about right for English under the common BPE and WordPiece vocabularies), chunk
+counts from the size limit and overlap, and call counts from each stage's own rules (one call per
+window, per document, per query, three per scored candidate).
 
 The figures are upper bounds in one sense: the model cache, and the evaluation's index cache, make a
 repeated run cheaper; they are not bounds on retries a remote service may cause.
@@ -39,11 +40,13 @@ ANSWER_REPLY_TOKENS = 512
 HEADER_PROMPT_CHARS = 4000
 #: Tokens of a chunk header (title, summary, section path) prepended to each embedded chunk.
 HEADER_TOKENS = 40
+#: Tokens of a passage a reranker reads (the bundled cross-encoder's window).
+RERANK_PAIR_TOKENS = 192
 
 
 @dataclass(frozen=True, slots=True)
 class StageEstimate:
-    """What one stage is expected to spend; ``model`` is ``"llm"`` or ``"embedder"``."""
+    """What one stage is expected to spend; ``model`` is ``"llm"``, ``"embedder"`` or ``"reranker"``."""
 
     stage: str
     model: str
@@ -74,7 +77,8 @@ class StageEstimate:
 
 @dataclass(frozen=True, slots=True)
 class RunEstimate:
-    """Per-stage estimates of a whole run (one or more configurations), in first-seen stage order."""
+    """Per-stage estimates of a whole run (one or more configurations), in first-seen stage order; a
+    stage's model is ``llm``, ``embedder`` or ``reranker``."""
 
     stages: tuple[StageEstimate, ...]
 
@@ -92,6 +96,7 @@ class RunEstimate:
             "stages": [s.to_dict() for s in self.stages],
             "llm": self.total("llm").to_dict(),
             "embedder": self.total("embedder").to_dict(),
+            "reranker": self.total("reranker").to_dict(),
         }
 
 
@@ -175,6 +180,8 @@ def estimate_queries(
             input_tokens += count * (PROMPT_TOKENS + candidates * 4)
             output += count * RELEVANCE_REPLY_TOKENS
         stages.append(StageEstimate("relevance", "llm", calls, input_tokens, output))
+    if config.rerank.enabled:
+        stages.append(_rerank(config, count, query_tokens))
     if answers and config.answer.mode == "llm":
         context = tokens_of(config.answer.max_context_chars)
         stages.append(
@@ -210,6 +217,20 @@ def estimate_run(
         for stage in (*ingest, *estimate_queries(asked, config, answers=answers)):
             merged[stage.stage] = merged[stage.stage].plus(stage) if stage.stage in merged else stage
     return RunEstimate(tuple(merged.values()))
+
+
+def _rerank(config: PipelineConfig, count: int, query_tokens: int) -> StageEstimate:
+    """The reranker's use: one call a query scoring a pair per candidate it reranks (``rerank.depth``,
+    else every candidate: each retriever's, both when both run, or those the relevance filter keeps),
+    each pair the query and at most :data:`RERANK_PAIR_TOKENS` of the chunk."""
+    retrieval = config.retrieval
+    pairs = retrieval.candidates * (2 if retrieval.bm25 and retrieval.dense else 1)
+    if config.relevance.enabled:
+        pairs = min(pairs, config.relevance.max_candidates)
+    if config.rerank.depth:
+        pairs = min(pairs, config.rerank.depth)
+    chunk = min(_mean_chunk_tokens(config) + HEADER_TOKENS * config.headers.enabled, RERANK_PAIR_TOKENS)
+    return StageEstimate("rerank", "reranker", count, count * pairs * chunk + pairs * query_tokens)
 
 
 def _overlap_fraction(params: dict[str, Any]) -> float:
