@@ -16,7 +16,7 @@ import pytest
 from chunkwise import config as config_module
 from chunkwise.config import ChunkingConfig, from_dict
 from chunkwise.document import Document
-from chunkwise.errors import QueryError
+from chunkwise.errors import ConfigError, QueryError
 from chunkwise.ingest.paths import expand_paths
 from chunkwise.kb import KnowledgeBase
 from chunkwise.models import Models
@@ -187,6 +187,8 @@ def test_segments_are_exact_document_spans(built, embedder, docs):
     trace = Trace()
     with open_kb(path, embedder) as kb:
         segments = kb.segments(QUESTION, trace, preset="find_all")
+        with pytest.raises(ConfigError, match="unknown RSE preset ''"):  # it ran the configured one
+            kb.segments(QUESTION, preset="")
     assert segments
     assert segments[0].doc_id == "Baggage Allowance.md"
     for seg in segments:

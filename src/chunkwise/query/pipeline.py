@@ -113,10 +113,12 @@ class QueryPipeline:
         *,
         vector: Vectors | None = None,
     ) -> list[Segment]:
-        """Relevant segments for ``query`` (dsRAG RSE over the ranked candidates), best first."""
+        """Relevant segments for ``query`` (dsRAG RSE over the ranked candidates), best first; ``preset``
+        names the RSE preset (``None``: the configured one; an empty name is unknown, as the server
+        answers it, not the configured one)."""
         trace = trace if trace is not None else Trace()
         cfg = self.config.segments
-        params = rse_params(preset or cfg.preset, **cfg.overrides())
+        params = rse_params(cfg.preset if preset is None else preset, **cfg.overrides())
         return SegmentExtraction(self.store, params).extract(self.ranked(query, trace, vector), trace)
 
     def answer(self, query: str) -> Answer:
