@@ -3,23 +3,9 @@
 # 100 queries for every configuration of a set (--limit 100 --seed 1: a few minutes for all five sets on a
 # 2-core machine once the indexes are cached; the first run embeds every corpus with each embedder, the
 # 4-bit multilingual-e5-small of dense-e5 taking about 28 minutes), written to bench/results/eval/.
-# Usage: bash bench/eval_all.sh [--data DIR] [--workdir DIR]
-#   --data: the shared data folder (default: ../shared/data beside the repository); the results name it
-#   relative to the repository, as bench/bench_data.py does for the Python scripts.
-#   --workdir: where the indexes are cached (default: ~/.cache/chunkwise/eval).
+# Usage: bash bench/eval_all.sh [--data DIR] [--workdir DIR] (see bench/eval_options.sh)
 set -euo pipefail
-repo=$(cd "$(dirname "$0")/.." && pwd)
-data=$repo/../shared/data
-workdir=$HOME/.cache/chunkwise/eval
-while [ $# -gt 0 ]; do
-  case "$1" in
-    --data) data=$(realpath -m "$2"); shift 2 ;;
-    --workdir) workdir=$(realpath -m "$2"); shift 2 ;;
-    *) echo "usage: bash bench/eval_all.sh [--data DIR] [--workdir DIR]" >&2; exit 2 ;;
-  esac
-done
-cd "$repo"
-data=$(.venv/bin/python -c 'import sys; sys.path.insert(0, "bench"); from bench_data import shown; print(shown(sys.argv[1]))' "$data")
+source "$(dirname "$0")/eval_options.sh" "$@"
 mkdir -p bench/results/eval
 for set in chroma rmc_dev qmsum_val xquad_en anthropic_code; do
   k=5; [ "$set" = rmc_dev ] && k=6
