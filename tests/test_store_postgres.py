@@ -660,12 +660,40 @@ def test_malformed_urls_are_typed_errors():
     for url, reason in [
         (f"postgresql://app:{APP_PASSWORD}@localhost:notaport/db", "malformed"),
         (f"postgresql://app:{APP_PASSWORD}@localhost/db?schema=Bad-Name", "not a plain identifier"),
+        # PostgreSQL's own names: pg_* raised ReservedName as a traceback, information_schema was used
+        ("postgresql://app@localhost/db?schema=pg_foo", "schema 'pg_foo' is a name PostgreSQL keeps"),
+        ("postgresql://app@localhost/db?schema=pg_catalog", "a name PostgreSQL keeps for its own schemas"),
+        ("postgresql://app@localhost/db?schema=information_schema", "a name PostgreSQL keeps"),
         ("postgresql://", "needs a host or a database"),
         ("mysql://app@localhost/db", "unknown store scheme"),
     ]:
         with pytest.raises(StoreURLError, match=reason) as caught:
             open_store(url)
         assert APP_PASSWORD not in str(caught.value)
+
+
+def test_a_bad_connect_timeout_in_the_url_fails_at_once(pg_server):
+    """The store's first connection set its own connect_timeout over the URL's, so ``connect_timeout=abc``
+    went unread there, and the pool retried the URL for a minute before blaming the network."""
+    with pytest.raises(StoreURLError, match=r"libpq cannot read the URL \(.*connect_timeout"):
+        open_store(pg_server.url("timeout") + "&connect_timeout=abc")
+    # a good value is the one the connections use
+    url = pg_server.url("timeout") + "&connect_timeout=5"
+    with open_store(url) as store, store._pool.connection() as conn:
+        assert "connect_timeout=5" in conn.info.dsn
+
+
+def test_a_schema_the_role_may_not_use_is_one_error_not_a_traceback(pg_server):
+    """A production role without rights on the schema: psycopg's InsufficientPrivilege escaped as a
+    traceback from every command; it is a StoreError naming the store and the refusal now."""
+    with open_store(pg_server.url("guarded", db="appdb")) as store:  # made by the superuser
+        assert store.counts()["documents"] == 0
+    with pg_server.admin("appdb") as conn:
+        conn.execute("REVOKE ALL ON SCHEMA guarded FROM PUBLIC")
+    url = pg_server.url("guarded", "app", APP_PASSWORD, db="appdb")
+    for read_only in (False, True):
+        with pytest.raises(StoreError, match="the database refused the role: permission denied for schema"):
+            open_store(url, read_only=read_only)
 
 
 def test_libpq_parameters_reach_the_server_as_written(pg_url):

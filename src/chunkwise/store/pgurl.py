@@ -227,5 +227,7 @@ def parse(url: str) -> PgLocation:
         raise StoreURLError(
             display, f"schema {schema!r} is not a plain identifier (lower-case letters, digits, _)"
         )
+    if schema.startswith("pg_") or schema == "information_schema":
+        raise StoreURLError(display, f"schema {schema!r} is a name PostgreSQL keeps for its own schemas")
     conninfo = urlunsplit((parts.scheme, parts.netloc, parts.path, "&".join(libpq), ""))
     return PgLocation(conninfo, schema, display, secrets(url))

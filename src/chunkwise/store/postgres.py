@@ -344,6 +344,9 @@ class PostgresStore:
                 self._setup(conn, create and not read_only)
             except psycopg.OperationalError as exc:
                 raise self._operational(exc) from None
+            except psycopg.errors.InsufficientPrivilege as exc:  # the role may not use the schema
+                reason = _one_line(str(exc), self._where)
+                raise StoreError(self.location, f"the database refused the role: {reason}") from None
         self._psycopg = psycopg
         self._pool = ConnectionPool(
             self._where.conninfo,
@@ -409,11 +412,15 @@ class PostgresStore:
         like every other failure. So is text psycopg cannot pass on (a ``%`` escape of bytes that are
         not UTF-8, a host name that is not valid IDNA), its error text not shown: it quotes that text."""
         import psycopg
-        from psycopg.conninfo import make_conninfo
+        from psycopg.conninfo import conninfo_to_dict, make_conninfo
 
         try:
             conninfo = make_conninfo(self._where.conninfo, **options) if options else self._where.conninfo
-            return psycopg.connect(conninfo, connect_timeout=10)
+            # the URL's own connect_timeout is read as the pool reads it (a bad value fails here, at
+            # once, not after the pool's minute of retries); without one, ten seconds
+            if "connect_timeout" not in conninfo_to_dict(conninfo):
+                conninfo = make_conninfo(conninfo, connect_timeout=10)
+            return psycopg.connect(conninfo)
         except psycopg.ProgrammingError as exc:
             reason = _one_line(str(exc), self._where)
             raise StoreURLError(self.location, f"libpq cannot read the URL ({reason})") from None
