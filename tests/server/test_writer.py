@@ -8,7 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from chunkwise.config import load_config
-from chunkwise.server.writer import WriterProcess
+from chunkwise.kb import KnowledgeBase
+from chunkwise.server.writer import WriterProcess, _run_job
 from chunkwise.store.sqlite import SQLiteStore
 
 
@@ -37,3 +38,25 @@ def test_a_writer_started_by_a_thread_that_ended_serves_and_stops_cleanly(
     assert writer.exitcode == 0
     with SQLiteStore(tmp_path / "kb") as store:
         assert sorted(d.doc_id for d in store.documents()) == sorted(d.name for d in docs)
+
+
+def test_a_stop_after_a_jobs_last_file_leaves_it_done_with_its_result(tmp_path: Path, data_dir: Path) -> None:
+    """The server was told to stop as the last file of a job was stored: the job read ``cancelled`` and
+    its report was dropped, though every file was handled. A stop ends a job between files only."""
+    formats = data_dir / "formats"
+    names = ("Boarding Process.md", "Baggage Allowance.md")
+    files = [(name, (formats / name).read_bytes()) for name in names]
+    stopping = threading.Event()
+    stopping.set()  # a stop asked before the job's first event
+    sent: list[dict[str, Any]] = []
+    with KnowledgeBase(tmp_path / "kb", load_config(preset="fast")) as kb:
+        last = _run_job(kb, files[:1], sent.append, stopping)
+        assert (last["status"], last["error"]) == ("done", None)
+        assert last["result"]["added"] == ["Boarding Process.md"]
+        both = _run_job(kb, files, sent.append, stopping)  # stopped after its first of two files
+        assert (both["status"], both["result"]) == ("cancelled", None)
+        assert [d.doc_id for d in kb.documents()] == ["Boarding Process.md"]
+    assert [(e["source"], e["status"]) for e in sent] == [
+        ("Boarding Process.md", "added"),
+        ("Boarding Process.md", "skipped"),
+    ]

@@ -199,7 +199,9 @@ def _run_job(
         if event.status == "embedding":
             body["embedded"] = event.embedded
         send(body)
-        if stopping.is_set():
+        # a stop ends the job between files, never after its last one: a job whose every file was
+        # handled is done, with its result (it read "cancelled", its report dropped)
+        if stopping.is_set() and event.done < event.total:
             raise _StoppingError
 
     end: dict[str, Any] = {"status": "done", "result": None, "error": None, "traceback": None}
