@@ -165,6 +165,22 @@ def test_a_document_that_fails_to_index_stops_the_run(data_dir: Path, tmp_path: 
         )
 
 
+def test_a_lower_limit_is_enforced_on_an_index_built_without_it(
+    data_dir: Path, tmp_path: Path, embedder: Any
+) -> None:
+    """The index of a configuration without limits was reused for the same configuration with
+    ``max_chunks = 3``: its documents were skipped as stored, so the run passed on a cached index and
+    failed on a fresh one. Limits other than the defaults name an index of their own."""
+    dataset = load_dataset(data_dir / "eval" / "xquad_mini", limit=2)
+    models = Models(embedder=embedder)
+    evaluate(dataset, [("open", config("fixed", 50))], workdir=tmp_path, metrics=["recall@5"], models=models)
+    tiny = config("fixed", 50, limits={"max_chunks": 3})
+    with pytest.raises(ConfigError, match=r"configuration 'tiny': document '.+' could not be indexed"):
+        evaluate(dataset, [("tiny", tiny)], workdir=tmp_path, metrics=["recall@5"], models=models)
+    loose = config("fixed", 50, limits={"max_chunks": 10_000})  # above any document here: passes
+    evaluate(dataset, [("loose", loose)], workdir=tmp_path, metrics=["recall@5"], models=models)
+
+
 def test_segments_are_evaluated_as_spans(data_dir: Path, tmp_path: Path, embedder: Any) -> None:
     dataset = load_dataset(data_dir / "eval" / "xquad_mini", limit=6, seed=1)
     report = evaluate(

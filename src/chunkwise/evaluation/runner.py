@@ -18,14 +18,16 @@ that fails to index (a chunk limit, a model error) stops the run with a
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
+import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from chunkwise.config import PipelineConfig
+from chunkwise.config import LimitsConfig, PipelineConfig
 from chunkwise.errors import ConfigError
 from chunkwise.evaluation.chunk_stats import chunk_stats
 from chunkwise.evaluation.costs import CostRecorder, StageCost
@@ -233,9 +235,16 @@ def index_path(workdir: Path, dataset: Dataset, config: PipelineConfig, embedder
     evaluation never scores vectors of another graph than the one that embeds its queries. The data set
     is named by its folder's name and a digest of its resolved path, so two sets in folders of the same
     name (``a/dev`` and ``b/dev``) keep one index each instead of re-indexing one over the other on every
-    run."""
+    run.
+
+    Limits other than the defaults (:class:`~chunkwise.config.LimitsConfig`) name the index too: a
+    knowledge base keeps a document it stored under looser limits, so an index built under them would
+    let a configuration with ``max_chunks = 5`` pass where a fresh index refuses its documents."""
     folder = hashlib.sha256(Path(dataset.path).resolve().as_posix().encode()).hexdigest()[:8]
     fingerprint = config.ingest_fingerprint(model_cache_name(embedder))
+    if config.limits != LimitsConfig():
+        limits = json.dumps(dataclasses.asdict(config.limits), sort_keys=True)
+        fingerprint += "-limits-" + hashlib.sha256(limits.encode()).hexdigest()[:8]
     return workdir / "indexes" / f"{dataset.name}-{folder}-{fingerprint}"
 
 
