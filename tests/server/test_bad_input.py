@@ -261,6 +261,9 @@ def test_unknown_ids_routes_and_methods(client: httpx.Client) -> None:
     _error(client.get("/v1/jobs/job-0-00000000"), 404, "not_found")
     _error(client.get("/v1/nothing"), 404, "not_found")
     _error(client.get("/v1/search"), 405, "method_not_allowed")
+    # a slash too many is an unknown route with the error body (it was a 307 redirect, empty, not JSON)
+    for method, path in (("DELETE", "/v1/documents/"), ("GET", "/v1/jobs/"), ("POST", "/v1/search/")):
+        _error(client.request(method, path, follow_redirects=False), 404, "not_found")
 
 
 @pytest.fixture

@@ -246,6 +246,9 @@ def create_app(
         redoc_url=None,
         lifespan=lifespan,
         responses=ERROR_RESPONSES,
+        # a path with a slash too many is an unknown route (404 with the error body), not a 307
+        # redirect with an empty body that a JSON client cannot read
+        redirect_slashes=False,
     )
     install_handlers(app)
 
