@@ -117,6 +117,13 @@ def test_bad_params(params: dict[str, object], message: str) -> None:
         get_chunker("recursive", **params)
 
 
+def test_a_counter_is_loaded_once_per_process() -> None:
+    """Every document an ingest prepares asks for the windows' counter: loading MiniLM's tokenizer
+    each time (about 14 ms) is what the cache saves."""
+    assert get_counter("minilm") is get_counter("minilm")
+    assert get_counter("chars") is get_counter("chars")
+
+
 @pytest.mark.parametrize("unit", ["words", "hf:", "tiktoken: ", "bytes:cl100k_base"])
 def test_an_unknown_unit_fails_when_the_configuration_is_read(unit: str) -> None:
     """A misspelt unit was accepted by ``load_config`` and failed every document at ingest; it is a

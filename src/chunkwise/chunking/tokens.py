@@ -326,7 +326,6 @@ def _block_starts(text: str) -> list[int]:
     return starts
 
 
-@functools.lru_cache(maxsize=16)
 def check_unit(name: str) -> None:
     """Raise :class:`ConfigError` unless ``name`` is a size unit :func:`get_counter` knows, without
     loading it, so that a configuration with a misspelt unit fails when it is read, not at every
@@ -339,6 +338,7 @@ def check_unit(name: str) -> None:
     )
 
 
+@functools.lru_cache(maxsize=16)
 def get_counter(name: str = "chars") -> TokenCounter:
     """The counter called ``name`` (see the module docstring); loaded once per process."""
     check_unit(name)
