@@ -382,8 +382,19 @@ def test_add_bytes_and_add_documents_refuse_the_wrong_shape_up_front(
             getattr(kb, call)(argument)
         assert kb.documents() == []
         # the pipeline, called directly, alike
-        with pytest.raises(TypeError, match=r"^(files|docs) must be a sequence"):
+        with pytest.raises(TypeError, match=r"^(files|docs) must be a collection"):
             getattr(kb.ingest, call)(7)
+
+
+def test_add_bytes_and_add_documents_take_any_collection(tmp_path: Path) -> None:
+    """``dict.items()`` of uploads and ``dict.values()`` of documents are collections of the
+    right items: taken, as they were before the shape was checked."""
+    uploads = {"gates.md": b"# Gates\n\nGates close early.", "bags.md": b"# Bags\n\nOne bag."}
+    docs = {"a.txt": Document("a.txt", "Lounges open at six."), "b.txt": Document("b.txt", "Pets fly.")}
+    with KnowledgeBase(tmp_path / "kb", models=Models(embedder=HashEmbedder())) as kb:
+        assert sorted(kb.add_bytes(uploads.items()).added) == ["bags.md", "gates.md"]
+        assert sorted(kb.add_documents(docs.values()).added) == ["a.txt", "b.txt"]
+        assert kb.add_documents(tuple(docs.values())).skipped == ["a.txt", "b.txt"]
 
 
 def test_a_configuration_given_as_a_mapping_is_a_type_error_naming_the_readers(tmp_path: Path) -> None:
