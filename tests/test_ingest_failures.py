@@ -217,6 +217,9 @@ def test_a_second_document_with_an_earlier_ones_id_and_other_text_fails_alone(tm
         assert (report.added, report.skipped) == (["gates.md"], ["gates.md"])
         assert report.failed == [("gates.md", SHARED_ID)]
         assert [(d.doc_id, d.chunks) for d in kb.documents()] == [("gates.md", 1), ("text", 1)]
+        # the same text under another title is another document, as a re-ingest would see it
+        retitled = [Document("t.txt", "Gates.", title="Gates"), Document("t.txt", "Gates.", title="Lounges")]
+        assert kb.add_documents(retitled).failed == [("t.txt", SHARED_ID)]
         texts = {hit.text for hit in kb.search("lounges open at six, gates close early", k=5)}
         assert "Gates close early." in texts
         assert "Lounges open at six." not in texts

@@ -127,6 +127,12 @@ class Document:
         changed document)."""
         return _stored_form(self) == _stored_form(other)
 
+    def stored_digest(self) -> str:
+        """A digest of the text and of all that :meth:`stored_alike` compares: two documents of one id
+        with equal digests would be stored alike (an ingest skips the second of them in one batch)."""
+        form = json.dumps([self.content_hash, *_stored_form(self)], ensure_ascii=False, sort_keys=True)
+        return hashlib.sha256(form.encode("utf-8", "surrogatepass")).hexdigest()
+
     def unit(self, unit_id: str) -> Unit:
         """The unit with this id; ``KeyError`` if absent."""
         for unit in self.units:

@@ -208,20 +208,20 @@ class IngestPipeline:
         sink = partial(self.store_prepared, fingerprint=fingerprint)
         batch = _Batch(self, total, on_progress, self.models.embedder(), sink)
         began = time.perf_counter()
-        contents: dict[str, str] = {}  # the ids of the batch's documents, with their texts' hashes
+        digests: dict[str, str] = {}  # the ids of the batch's documents, with their stored digests
         try:
             for item in items:
                 if isinstance(item, Failure):
                     batch.fail(item.source, item.reason)
                 elif invalid := unstorable_text(item):
                     batch.fail(shown_id(item.id), invalid)
-                elif item.id in contents:  # the same document again is skipped, another refused
-                    if contents[item.id] == item.content_hash:
+                elif item.id in digests:  # the same document again is skipped, another refused
+                    if digests[item.id] == item.stored_digest():
                         batch.done(item.id, "skipped")
                     else:
                         batch.fail(shown_id(item.id), SHARED_ID)
                 else:
-                    contents[item.id] = item.content_hash
+                    digests[item.id] = item.stored_digest()
                     if self.unchanged(item, fingerprint):
                         batch.done(item.id, "skipped")
                     else:
@@ -511,9 +511,10 @@ def chunk_texts(items: Sequence[Prepared]) -> list[str]:
     return [p.text(row) for p in items for row in p.embedded]
 
 
-#: Why a document is refused whose id an earlier document of its batch has, with another text: storing
-#: it would replace that one in the same call (two strings given to ``chunkwise.parse``, both ``text``).
-SHARED_ID = "an earlier document of this batch has the same id and another text; give each its own id"
+#: Why a document is refused whose id an earlier document of its batch has, with other content (text,
+#: title, metadata: :meth:`~chunkwise.document.Document.stored_digest`): storing it would replace that
+#: one in the same call (two strings given to ``chunkwise.parse`` are both ``text``).
+SHARED_ID = "an earlier document of this batch has the same id and other content; give each its own id"
 
 
 def shown_id(doc_id: str) -> str:
