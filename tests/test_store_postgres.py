@@ -672,11 +672,15 @@ def test_malformed_urls_are_typed_errors():
         assert APP_PASSWORD not in str(caught.value)
 
 
-def test_a_bad_connect_timeout_in_the_url_fails_at_once(pg_server):
+def test_a_bad_connect_timeout_in_the_url_fails_at_once(pg_server, monkeypatch):
     """The store's first connection set its own connect_timeout over the URL's, so ``connect_timeout=abc``
     went unread there, and the pool retried the URL for a minute before blaming the network."""
     with pytest.raises(StoreURLError, match=r"libpq cannot read the URL \(.*connect_timeout"):
         open_store(pg_server.url("timeout") + "&connect_timeout=abc")
+    with monkeypatch.context() as env:  # libpq's environment variable, likewise
+        env.setenv("PGCONNECT_TIMEOUT", "abc")
+        with pytest.raises(StoreURLError, match=r"libpq cannot read the URL \(.*connect_timeout"):
+            open_store(pg_server.url("timeout"))
     # a good value is the one the connections use
     url = pg_server.url("timeout") + "&connect_timeout=5"
     with open_store(url) as store, store._pool.connection() as conn:
@@ -694,6 +698,12 @@ def test_a_schema_the_role_may_not_use_is_one_error_not_a_traceback(pg_server):
     for read_only in (False, True):
         with pytest.raises(StoreError, match="the database refused the role: permission denied for schema"):
             open_store(url, read_only=read_only)
+    with pg_server.admin("appdb") as conn:  # the schema and its meta table, not the documents
+        conn.execute("GRANT USAGE ON SCHEMA guarded TO app")
+        conn.execute("GRANT SELECT ON guarded.meta TO app")
+    refused = "the database refused the role: permission denied for table"
+    with open_store(url, read_only=True) as store, pytest.raises(StoreError, match=refused):
+        store.documents()
 
 
 def test_libpq_parameters_reach_the_server_as_written(pg_url):

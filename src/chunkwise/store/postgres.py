@@ -33,6 +33,7 @@ The password (from the URL, ``PGPASSWORD`` or ``.pgpass``) is handed to libpq on
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections import Counter
 from collections.abc import Iterator, Mapping, Sequence
@@ -345,8 +346,7 @@ class PostgresStore:
             except psycopg.OperationalError as exc:
                 raise self._operational(exc) from None
             except psycopg.errors.InsufficientPrivilege as exc:  # the role may not use the schema
-                reason = _one_line(str(exc), self._where)
-                raise StoreError(self.location, f"the database refused the role: {reason}") from None
+                raise self._refused(exc) from None
         self._psycopg = psycopg
         self._pool = ConnectionPool(
             self._where.conninfo,
@@ -404,6 +404,10 @@ class PostgresStore:
             return StoreAuthError(self.location, f"the server refused the credentials: {message}")
         return StoreUnavailableError(self.location, f"cannot reach the database: {message}")
 
+    def _refused(self, exc: BaseException) -> StoreError:
+        """The error for an operation the role has no right to (a schema or table it may not use)."""
+        return StoreError(self.location, f"the database refused the role: {_one_line(str(exc), self._where)}")
+
     def _connect(self, **options: int) -> Any:
         """One connection outside the pool (libpq ``options`` added), for opening the store (errors
         classified). libpq refuses a
@@ -416,9 +420,10 @@ class PostgresStore:
 
         try:
             conninfo = make_conninfo(self._where.conninfo, **options) if options else self._where.conninfo
-            # the URL's own connect_timeout is read as the pool reads it (a bad value fails here, at
-            # once, not after the pool's minute of retries); without one, ten seconds
-            if "connect_timeout" not in conninfo_to_dict(conninfo):
+            # the URL's (or PGCONNECT_TIMEOUT's) connect_timeout is read as the pool reads it (a bad
+            # value fails here, at once, not after the pool's minute of retries); without one, ten seconds
+            given = "connect_timeout" in conninfo_to_dict(conninfo) or "PGCONNECT_TIMEOUT" in os.environ
+            if not given:
                 conninfo = make_conninfo(conninfo, connect_timeout=10)
             return psycopg.connect(conninfo)
         except psycopg.ProgrammingError as exc:
@@ -487,6 +492,8 @@ class PostgresStore:
             if not isinstance(error, StoreOperationError):
                 self._pool.check()
             raise error from None
+        except self._psycopg.errors.InsufficientPrivilege as exc:  # a table the role may not read or write
+            raise self._refused(exc) from None
 
     def _operational(self, exc: Any) -> StoreError:
         """The typed error of psycopg's ``OperationalError`` ``exc``: a lost or refused connection
