@@ -20,6 +20,7 @@ import pytest
 from chunkwise.errors import CorruptStoreError, StoreError
 from chunkwise.store import StoreSettings, open_store
 from chunkwise.store.sqlite import DB_NAME, SQLiteStore
+from chunkwise.store.sqlite_files import wal_frames
 from tests.support.store import (
     DOC,
     animal_doc,
@@ -309,6 +310,21 @@ def test_a_store_another_process_is_writing_opens_without_false_damage(tmp_path)
     assert opened > 10
     with SQLiteStore(kb, read_only=True) as store:
         assert store.check() == []
+
+
+def test_a_log_removed_between_its_size_and_its_reading_is_no_log(tmp_path, monkeypatch):
+    """Another process's last connection removes the log when it closes: between reading the log's size
+    and opening it, the open raised FileNotFoundError out of the store's constructor."""
+    log = leave_log(tmp_path / "kb", 2)
+    opened = Path.open
+
+    def vanishing(path, *args, **kwargs):  # the log is gone by the time it is opened
+        if path == log:
+            raise FileNotFoundError(2, "No such file or directory", str(path))
+        return opened(path, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", vanishing)
+    assert wal_frames(log) == (0, None)
 
 
 def test_a_log_with_an_overwritten_header_is_refused(tmp_path):

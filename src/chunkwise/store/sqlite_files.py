@@ -158,7 +158,11 @@ def wal_frames(wal: Path) -> tuple[int, str | None]:
         return 0, None
     if size < WAL_HEADER + FRAME_HEADER:
         return 0, None  # SQLite ignores a log without a whole frame: nothing was committed to it
-    with wal.open("rb") as file:
+    try:
+        file = wal.open("rb")
+    except FileNotFoundError:  # another process's last connection closed and removed it meanwhile
+        return 0, None
+    with file:
         header = file.read(WAL_HEADER)
         magic, version, page_size, _, salt1, salt2, sum1, sum2 = struct.unpack(">8I", header)
         if magic not in WAL_MAGIC or version != WAL_VERSION or not _valid_page_size(page_size):
