@@ -18,9 +18,7 @@ that fails to index (a chunk limit, a model error) stops the run with a
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
-import json
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -146,7 +144,8 @@ def run_config(
 
     Each query retrieves ``depth`` items, more where a token budget metric needs them: as many as the
     shortest chunks of this chunking take to fill the largest budget, so that small chunks are scored on
-    a full context as large ones are (the retrieval's own candidate list still bounds it).
+    a full context as large ones are (each retriever then fetches that many candidates, when it is more
+    than ``retrieval.candidates``).
 
     ``models`` is the run's model context; ``None`` builds one from ``config.models``. A given context
     serves the configuration with its own models, ledger and budget.
@@ -237,14 +236,14 @@ def index_path(workdir: Path, dataset: Dataset, config: PipelineConfig, embedder
     name (``a/dev`` and ``b/dev``) keep one index each instead of re-indexing one over the other on every
     run.
 
-    Limits other than the defaults (:class:`~chunkwise.config.LimitsConfig`) name the index too: a
-    knowledge base keeps a document it stored under looser limits, so an index built under them would
-    let a configuration with ``max_chunks = 5`` pass where a fresh index refuses its documents."""
+    A limit of chunks a document other than the default (``limits.max_chunks``; the byte and character
+    limits bound parsing, which an evaluation's documents skip) names the index too: a knowledge base
+    keeps a document it stored under a looser limit, so an index built under it would let a
+    configuration with ``max_chunks = 5`` pass where a fresh index refuses its documents."""
     folder = hashlib.sha256(Path(dataset.path).resolve().as_posix().encode()).hexdigest()[:8]
     fingerprint = config.ingest_fingerprint(model_cache_name(embedder))
-    if config.limits != LimitsConfig():
-        limits = json.dumps(dataclasses.asdict(config.limits), sort_keys=True)
-        fingerprint += "-limits-" + hashlib.sha256(limits.encode()).hexdigest()[:8]
+    if config.limits.max_chunks != LimitsConfig.max_chunks:  # the one limit documents given as text meet
+        fingerprint += f"-max-chunks-{config.limits.max_chunks}"
     return workdir / "indexes" / f"{dataset.name}-{folder}-{fingerprint}"
 
 
